@@ -1,0 +1,103 @@
+// gelu-fusion public API.
+//
+// Plain pointers, shapes and enums only: no SIMD types cross this boundary.
+// Every function validates all of its arguments before it writes any output
+// and throws gelu::Error (naming the op, the argument, what was expected and
+// what came) on misuse. Tensors are contiguous and row-major; all sizes are
+// int64_t.
+//
+// Forms (Options::approximate), named as PyTorch names them:
+//   Approx::none   gelu(x) = x * Phi(x),  Phi(x) = erfc(-x / sqrt(2)) / 2
+//   Approx::tanh   gelu(x) = x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+//   Approx::quick  gelu(x) = x * sigmoid(1.702 x)
+// Each backward is the exact derivative of its own form.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gelu {
+
+enum class DType { f32, bf16, f16 };
+enum class Approx { none, tanh, quick };
+
+struct Options {
+  Approx approximate = Approx::none;
+  // Threads to use; 0 = library default (all cores OpenMP offers). < 0 is an
+  // error. Results are bit-identical for every thread count.
+  int num_threads = 0;
+};
+
+// A read-only view of a contiguous row-major tensor.
+struct ConstTensorRef {
+  const void* data;
+  DType dtype;
+  std::vector<int64_t> shape;
+};
+
+// A writable view; converts to ConstTensorRef where an input is expected.
+struct TensorRef {
+  void* data;
+  DType dtype;
+  std::vector<int64_t> shape;
+  operator ConstTensorRef() const { return {data, dtype, shape}; }
+};
+
+// Thrown for every misuse of the API; outputs are left untouched.
+class Error : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+// --- Ops -------------------------------------------------------------------
+// In place: an output may be exactly the same buffer as an input of the same
+// size (y = x, dx = dy, dx = x); any other overlap is an error.
+
+// y = gelu(x)
+void gelu(ConstTensorRef x, TensorRef y, const Options& = {});
+// dx = dy * gelu'(x)
+void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                   const Options& = {});
+
+// y = gelu(x + bias); bias is 1-D with the size of x's last dimension.
+void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y,
+               const Options& = {});
+// dx = dy * gelu'(x + bias); dbias = sum of dx over all leading dimensions,
+// accumulated in f32 in a fixed order (deterministic for any thread count).
+// dbias may be f32 when the other tensors are bf16/f16.
+void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
+                        ConstTensorRef bias, TensorRef dx, TensorRef dbias,
+                        const Options& = {});
+
+// y = gelu(a + b); a and b of one shape.
+void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y,
+              const Options& = {});
+// dx = dy * gelu'(a + b): the gradient of both a and b.
+void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
+                       TensorRef dx, const Options& = {});
+
+// x [..., 2H] -> y [..., H] = gelu(x[..., :H]) * x[..., H:]
+void geglu(ConstTensorRef x, TensorRef y, const Options& = {});
+// dx [..., 2H]: dx[..., :H] = dy * x[..., H:] * gelu'(x[..., :H]),
+//               dx[..., H:] = dy * gelu(x[..., :H])
+void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                    const Options& = {});
+
+// --- Helpers ---------------------------------------------------------------
+const char* dtype_name(DType);          // "f32", "bf16", "f16"
+const char* approx_name(Approx);        // "none", "tanh", "quick"
+Approx parse_approx(std::string_view);  // throws Error on an unknown name
+DType parse_dtype(std::string_view);    // throws Error on an unknown name
+std::size_t dtype_size(DType);          // bytes per element
+// Product of the dimensions; throws Error on a negative dimension or overflow.
+int64_t numel(const std::vector<int64_t>& shape);
+// The SIMD target chosen at run time for this CPU (e.g. "AVX3", "AVX2").
+std::string simd_target();
+// Threads a call with num_threads = 0 uses.
+int default_num_threads();
+
+}  // namespace gelu

@@ -1,0 +1,48 @@
+// The kernel contract between the op layer (src/core) and the CPU kernels.
+//
+// A kernel computes over one contiguous chunk: no allocation, no threads, no
+// argument checks (the op layer has validated everything). Pointers are of the
+// op's dtype and already offset to the chunk's first element. The op layer
+// chooses chunks and threads (src/core/plan.hpp); a kernel picks its SIMD
+// target once per call.
+//
+// Aliasing: an output may be the very same buffer as an input of its size, so
+// a kernel reads every element of a position before it writes that position.
+#pragma once
+
+#include <cstdint>
+
+#include "gelu/gelu.hpp"
+
+namespace gelu::cpu {
+
+// Element-wise over n elements.
+void gelu_fwd(Approx, DType, int64_t n, const void* x, void* y);
+void gelu_bwd(Approx, DType, int64_t n, const void* dy, const void* x,
+              void* dx);
+void add_fwd(Approx, DType, int64_t n, const void* a, const void* b, void* y);
+void add_bwd(Approx, DType, int64_t n, const void* dy, const void* a,
+             const void* b, void* dx);
+
+// Row kernels over `rows` rows of `cols` elements; consecutive rows are
+// `stride` elements apart in x, y, dy and dx; bias (and dbias) hold `cols`.
+void bias_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
+              const void* x, const void* bias, void* y);
+// dbias[j] = sum over the chunk's rows of dx[i, j], summed in row order in
+// f32 and stored (not accumulated) into the f32 array dbias.
+void bias_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
+              const void* dy, const void* x, const void* bias, void* dx,
+              float* dbias);
+
+// GeGLU over `rows` rows, columns [0, cols) of a row whose gate half begins
+// `h` elements after its value half: x rows are 2h apart, y/dy rows h apart,
+// dx rows 2h apart. x and dx point at the value half's first column.
+void geglu_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
+               const void* x, void* y);
+void geglu_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
+               const void* dy, const void* x, void* dx);
+
+// Name of the SIMD target the kernels dispatch to on this CPU.
+const char* target_name();
+
+}  // namespace gelu::cpu
