@@ -28,11 +28,12 @@ void add_bwd(Approx, DType, int64_t n, const void* dy, const void* a,
 // `stride` elements apart in x, y, dy and dx; bias (and dbias) hold `cols`.
 void bias_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
               const void* x, const void* bias, void* y);
-// dbias[j] = sum over the chunk's rows of dx[i, j], summed in row order in
-// f32 and stored (not accumulated) into the f32 array dbias.
+// dbias[j] = sum over the chunk's rows of dx[i, j] (the f32 values, before
+// rounding to storage), summed in row order in double and stored (not
+// accumulated). The op layer combines chunk sums in a fixed order.
 void bias_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
               const void* dy, const void* x, const void* bias, void* dx,
-              float* dbias);
+              double* dbias);
 
 // GeGLU over `rows` rows, columns [0, cols) of a row whose gate half begins
 // `h` elements after its value half: x rows are 2h apart, y/dy rows h apart,

@@ -1,0 +1,64 @@
+// Small public helpers: names, parsing, sizes.
+#include <limits>
+#include <string>
+
+#include "core/plan.hpp"
+#include "cpu/kernels.hpp"
+#include "gelu/gelu.hpp"
+
+namespace gelu {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "f32";
+    case DType::bf16: return "bf16";
+    case DType::f16: return "f16";
+  }
+  return "invalid dtype";
+}
+
+const char* approx_name(Approx a) {
+  switch (a) {
+    case Approx::none: return "none";
+    case Approx::tanh: return "tanh";
+    case Approx::quick: return "quick";
+  }
+  return "invalid approximate";
+}
+
+Approx parse_approx(std::string_view s) {
+  if (s == "none") return Approx::none;
+  if (s == "tanh") return Approx::tanh;
+  if (s == "quick") return Approx::quick;
+  throw Error("approximate is '" + std::string(s) +
+              "', expected 'none', 'tanh' or 'quick'");
+}
+
+DType parse_dtype(std::string_view s) {
+  if (s == "f32" || s == "float32") return DType::f32;
+  if (s == "bf16" || s == "bfloat16") return DType::bf16;
+  if (s == "f16" || s == "float16") return DType::f16;
+  throw Error("dtype is '" + std::string(s) + "', expected f32, bf16 or f16");
+}
+
+std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 2; }
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw Error("numel: negative dimension " + std::to_string(d));
+    if (d == 0) return 0;
+  }
+  for (int64_t d : shape) {
+    if (n > std::numeric_limits<int64_t>::max() / d)
+      throw Error("numel: element count overflows int64");
+    n *= d;
+  }
+  return n;
+}
+
+std::string simd_target() { return cpu::target_name(); }
+
+int default_num_threads() { return core::this_machine().cores; }
+
+}  // namespace gelu

@@ -1,0 +1,200 @@
+// The public ops: validate through the op table, plan the split, run the
+// kernels over the tasks. No math here (src/cpu) and no checks in the
+// kernels (here).
+#include <algorithm>
+#include <vector>
+
+#include "core/convert.hpp"
+#include "core/op_table.hpp"
+#include "core/plan.hpp"
+#include "core/validate.hpp"
+#include "cpu/kernels.hpp"
+#include "gelu/gelu.hpp"
+
+namespace gelu {
+namespace {
+
+using core::OpId;
+using core::Plan;
+using core::TensorArg;
+
+TensorArg arg(const ConstTensorRef& t) { return {t.data, t.dtype, &t.shape}; }
+TensorArg arg(const TensorRef& t) { return {t.data, t.dtype, &t.shape}; }
+
+// Byte pointer to element `i` of a tensor of dtype `t`.
+const char* at(const void* p, DType t, int64_t i) {
+  return static_cast<const char*>(p) + i * static_cast<int64_t>(dtype_size(t));
+}
+char* at(void* p, DType t, int64_t i) {
+  return static_cast<char*>(p) + i * static_cast<int64_t>(dtype_size(t));
+}
+
+// Runs body(row0, rows, col0, cols) over the plan's tasks, on the calling
+// thread when the plan says one thread.
+template <class Body>
+void run_tasks(const Plan& p, int64_t rows, int64_t cols, Body&& body) {
+  const int64_t tasks = p.tasks();
+  auto one = [&](int64_t t) {
+    const int64_t r = t / p.col_tasks, c = t % p.col_tasks;
+    const int64_t row0 = r * p.row_block, col0 = c * p.col_block;
+    body(row0, std::min(p.row_block, rows - row0), col0,
+         std::min(p.col_block, cols - col0));
+  };
+  if (p.threads <= 1 || tasks <= 1) {
+    for (int64_t t = 0; t < tasks; ++t) one(t);
+    return;
+  }
+#pragma omp parallel for num_threads(p.threads) schedule(static)
+  for (int64_t t = 0; t < tasks; ++t) one(t);
+}
+
+Plan plan_for(int64_t rows, int64_t cols, DType t, int streams,
+              const Options& o) {
+  return core::make_plan(rows, cols, t, streams, core::this_machine(),
+                         o.num_threads);
+}
+
+int64_t last_dim(const std::vector<int64_t>& s) { return s.back(); }
+
+}  // namespace
+
+void gelu(ConstTensorRef x, TensorRef y, const Options& o) {
+  const TensorArg args[] = {arg(x), arg(y)};
+  core::validate(OpId::gelu, args, o);
+  const int64_t n = numel(x.shape);
+  if (n == 0) return;
+  const DType t = x.dtype;
+  run_tasks(plan_for(1, n, t, 2, o), 1, n,
+            [&](int64_t, int64_t, int64_t c0, int64_t nc) {
+              cpu::gelu_fwd(o.approximate, t, nc, at(x.data, t, c0),
+                            at(y.data, t, c0));
+            });
+}
+
+void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                   const Options& o) {
+  const TensorArg args[] = {arg(dy), arg(x), arg(dx)};
+  core::validate(OpId::gelu_backward, args, o);
+  const int64_t n = numel(x.shape);
+  if (n == 0) return;
+  const DType t = x.dtype;
+  run_tasks(plan_for(1, n, t, 3, o), 1, n,
+            [&](int64_t, int64_t, int64_t c0, int64_t nc) {
+              cpu::gelu_bwd(o.approximate, t, nc, at(dy.data, t, c0),
+                            at(x.data, t, c0), at(dx.data, t, c0));
+            });
+}
+
+void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y,
+              const Options& o) {
+  const TensorArg args[] = {arg(a), arg(b), arg(y)};
+  core::validate(OpId::add_gelu, args, o);
+  const int64_t n = numel(a.shape);
+  if (n == 0) return;
+  const DType t = a.dtype;
+  run_tasks(plan_for(1, n, t, 3, o), 1, n,
+            [&](int64_t, int64_t, int64_t c0, int64_t nc) {
+              cpu::add_fwd(o.approximate, t, nc, at(a.data, t, c0),
+                           at(b.data, t, c0), at(y.data, t, c0));
+            });
+}
+
+void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
+                       TensorRef dx, const Options& o) {
+  const TensorArg args[] = {arg(dy), arg(a), arg(b), arg(dx)};
+  core::validate(OpId::add_gelu_backward, args, o);
+  const int64_t n = numel(a.shape);
+  if (n == 0) return;
+  const DType t = a.dtype;
+  run_tasks(plan_for(1, n, t, 4, o), 1, n,
+            [&](int64_t, int64_t, int64_t c0, int64_t nc) {
+              cpu::add_bwd(o.approximate, t, nc, at(dy.data, t, c0),
+                           at(a.data, t, c0), at(b.data, t, c0),
+                           at(dx.data, t, c0));
+            });
+}
+
+void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y,
+               const Options& o) {
+  const TensorArg args[] = {arg(x), arg(bias), arg(y)};
+  core::validate(OpId::bias_gelu, args, o);
+  const int64_t n = numel(x.shape);
+  if (n == 0) return;
+  const DType t = x.dtype;
+  const int64_t cols = last_dim(x.shape), rows = n / cols;
+  run_tasks(plan_for(rows, cols, t, 2, o), rows, cols,
+            [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+              const int64_t i0 = r0 * cols + c0;
+              cpu::bias_fwd(o.approximate, t, nr, nc, cols, at(x.data, t, i0),
+                            at(bias.data, t, c0), at(y.data, t, i0));
+            });
+}
+
+void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
+                        ConstTensorRef bias, TensorRef dx, TensorRef dbias,
+                        const Options& o) {
+  const TensorArg args[] = {arg(dy), arg(x), arg(bias), arg(dx), arg(dbias)};
+  core::validate(OpId::bias_gelu_backward, args, o);
+  const DType t = x.dtype;
+  const int64_t cols = last_dim(x.shape);
+  if (cols == 0) return;
+  const int64_t rows = numel(x.shape) / cols;
+  // Per row block, per column: the block's sum of dx. Row blocks do not
+  // depend on the thread count and are combined in block order below, so
+  // dbias is bit-identical for any number of threads.
+  const Plan p = plan_for(rows, cols, t, 3, o);
+  std::vector<double> partial(static_cast<size_t>(p.row_tasks * cols), 0.0);
+  if (rows > 0) {
+    run_tasks(p, rows, cols, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+      const int64_t i0 = r0 * cols + c0;
+      cpu::bias_bwd(o.approximate, t, nr, nc, cols, at(dy.data, t, i0),
+                    at(x.data, t, i0), at(bias.data, t, c0), at(dx.data, t, i0),
+                    partial.data() + (r0 / p.row_block) * cols + c0);
+    });
+  }
+  // dbias is written last: it may be the bias buffer itself (in place).
+  for (int64_t j = 0; j < cols; ++j) {
+    double s = 0.0;
+    for (int64_t b = 0; b < p.row_tasks; ++b) s += partial[b * cols + j];
+    const float f = static_cast<float>(s);
+    switch (dbias.dtype) {
+      case DType::f32: static_cast<float*>(dbias.data)[j] = f; break;
+      case DType::bf16: static_cast<uint16_t*>(dbias.data)[j] = f32_to_bf16(f); break;
+      case DType::f16: static_cast<uint16_t*>(dbias.data)[j] = f32_to_f16(f); break;
+    }
+  }
+}
+
+void geglu(ConstTensorRef x, TensorRef y, const Options& o) {
+  const TensorArg args[] = {arg(x), arg(y)};
+  core::validate(OpId::geglu, args, o);
+  const int64_t n = numel(x.shape);
+  if (n == 0) return;
+  const DType t = x.dtype;
+  const int64_t h = last_dim(x.shape) / 2, rows = n / (2 * h);
+  run_tasks(plan_for(rows, h, t, 3, o), rows, h,
+            [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+              cpu::geglu_fwd(o.approximate, t, nr, nc, h,
+                             at(x.data, t, r0 * 2 * h + c0),
+                             at(y.data, t, r0 * h + c0));
+            });
+}
+
+void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                    const Options& o) {
+  const TensorArg args[] = {arg(dy), arg(x), arg(dx)};
+  core::validate(OpId::geglu_backward, args, o);
+  const int64_t n = numel(x.shape);
+  if (n == 0) return;
+  const DType t = x.dtype;
+  const int64_t h = last_dim(x.shape) / 2, rows = n / (2 * h);
+  run_tasks(plan_for(rows, h, t, 5, o), rows, h,
+            [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+              cpu::geglu_bwd(o.approximate, t, nr, nc, h,
+                             at(dy.data, t, r0 * h + c0),
+                             at(x.data, t, r0 * 2 * h + c0),
+                             at(dx.data, t, r0 * 2 * h + c0));
+            });
+}
+
+}  // namespace gelu

@@ -1,0 +1,41 @@
+// The tiling plan: a pure function from (op shape, dtype, machine, requested
+// threads) to how the op layer splits the work. Pure so that it can be unit
+// tested for any machine and any size (above 2^32 too) without allocating.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gelu/gelu.hpp"
+
+namespace gelu::core {
+
+struct Machine {
+  int64_t l1d_bytes;
+  int64_t l2_bytes;
+  int64_t l3_bytes;
+  int cores;
+};
+
+// This machine, read once (sysconf cache sizes, OpenMP's processor count).
+const Machine& this_machine();
+
+struct Plan {
+  int threads;         // threads to run; 1 = stay on the calling thread
+  int64_t row_block;   // rows per task (element-wise ops: 1 "row" of n)
+  int64_t col_block;   // columns per task
+  int64_t row_tasks;   // ceil(rows / row_block)
+  int64_t col_tasks;   // ceil(cols / col_block)
+  int64_t tasks() const { return row_tasks * col_tasks; }
+};
+
+// Element-wise ops over n elements are planned as rows = 1, cols = n.
+// `streams` is the number of tensors the kernel reads or writes per element
+// (gelu 2, gelu_backward 3, ...). row_block never depends on the thread
+// count, so a reduction over row blocks (dbias) is the same for any threads.
+Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
+               const Machine& machine, int requested_threads);
+
+std::string describe_plan(const Plan& plan);
+
+}  // namespace gelu::core
