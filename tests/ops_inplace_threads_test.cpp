@@ -1,0 +1,118 @@
+// In place (an output that is the very buffer of an input) gives the same
+// bits as out of place, and results are bit-identical for any thread count,
+// dbias included.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "test_support.hpp"
+
+namespace gelu::testing {
+namespace {
+
+// Large enough that the plan uses several threads and several row blocks.
+const std::vector<int64_t> kShape = {301, 1022};  // even: geglu
+
+struct Inputs {
+  Buffer a, b, dy, bias, half;  // half: dy of geglu, [.., H]
+  explicit Inputs(DType t)
+      : a(t, kShape), b(t, kShape), dy(t, kShape), bias(t, {kShape[1]}),
+        half(t, {kShape[0], kShape[1] / 2}) {
+    fill_inputs(a, 21);
+    fill_inputs(b, 22, 1.0f);
+    fill_inputs(dy, 23, 1.0f);
+    fill_inputs(bias, 24, 1.0f);
+    fill_inputs(half, 25, 1.0f);
+  }
+};
+
+class InPlaceAndThreads : public ::testing::TestWithParam<DType> {};
+
+TEST_P(InPlaceAndThreads, InPlaceMatchesOutOfPlace) {
+  const DType t = GetParam();
+  const Options o{Approx::none, 0};
+  Inputs in(t);
+  auto same = [](const Buffer& p, const Buffer& q, const char* what) {
+    EXPECT_EQ(p.raw(), q.raw()) << what << " in place differs";
+  };
+  {  // gelu: y = x
+    Buffer y(t, kShape), x = in.a;
+    gelu::gelu(in.a.cref(), y.ref(), o);
+    gelu::gelu(x.cref(), x.ref(), o);
+    same(x, y, "gelu");
+  }
+  {  // gelu_backward: dx = dy, then dx = x
+    Buffer dx(t, kShape), d = in.dy, x = in.a;
+    gelu::gelu_backward(in.dy.cref(), in.a.cref(), dx.ref(), o);
+    gelu::gelu_backward(d.cref(), in.a.cref(), d.ref(), o);
+    gelu::gelu_backward(in.dy.cref(), x.cref(), x.ref(), o);
+    same(d, dx, "gelu_backward dx=dy");
+    same(x, dx, "gelu_backward dx=x");
+  }
+  {  // bias_gelu: y = x
+    Buffer y(t, kShape), x = in.a;
+    gelu::bias_gelu(in.a.cref(), in.bias.cref(), y.ref(), o);
+    gelu::bias_gelu(x.cref(), in.bias.cref(), x.ref(), o);
+    same(x, y, "bias_gelu");
+  }
+  {  // bias_gelu_backward: dx = dy and dbias = bias
+    Buffer dx(t, kShape), db(t, {kShape[1]}), d = in.dy, bias = in.bias;
+    gelu::bias_gelu_backward(in.dy.cref(), in.a.cref(), in.bias.cref(), dx.ref(), db.ref(), o);
+    gelu::bias_gelu_backward(d.cref(), in.a.cref(), bias.cref(), d.ref(), bias.ref(), o);
+    same(d, dx, "bias_gelu_backward dx");
+    same(bias, db, "bias_gelu_backward dbias");
+  }
+  {  // add_gelu: y = a, y = b; add_gelu_backward: dx = dy, a, b
+    Buffer y(t, kShape), a = in.a, b = in.b;
+    gelu::add_gelu(in.a.cref(), in.b.cref(), y.ref(), o);
+    gelu::add_gelu(a.cref(), in.b.cref(), a.ref(), o);
+    gelu::add_gelu(in.a.cref(), b.cref(), b.ref(), o);
+    same(a, y, "add_gelu y=a");
+    same(b, y, "add_gelu y=b");
+    Buffer dx(t, kShape), d = in.dy, a2 = in.a;
+    gelu::add_gelu_backward(in.dy.cref(), in.a.cref(), in.b.cref(), dx.ref(), o);
+    gelu::add_gelu_backward(d.cref(), in.a.cref(), in.b.cref(), d.ref(), o);
+    gelu::add_gelu_backward(in.dy.cref(), a2.cref(), in.b.cref(), a2.ref(), o);
+    same(d, dx, "add_gelu_backward dx=dy");
+    same(a2, dx, "add_gelu_backward dx=a");
+  }
+  {  // geglu_backward: dx = x
+    Buffer dx(t, kShape), x = in.a;
+    gelu::geglu_backward(in.half.cref(), in.a.cref(), dx.ref(), o);
+    gelu::geglu_backward(in.half.cref(), x.cref(), x.ref(), o);
+    same(x, dx, "geglu_backward");
+  }
+}
+
+// Runs every op with `threads` and returns all output bytes, concatenated.
+std::vector<unsigned char> all_outputs(DType t, int threads, const Inputs& in) {
+  const Options o{Approx::tanh, threads};
+  Buffer y(t, kShape), dx(t, kShape), yb(t, kShape), dxb(t, kShape),
+      db(DType::f32, {kShape[1]}), ya(t, kShape), dxa(t, kShape), yg(t, in.half.shape()),
+      dxg(t, kShape);
+  gelu::gelu(in.a.cref(), y.ref(), o);
+  gelu::gelu_backward(in.dy.cref(), in.a.cref(), dx.ref(), o);
+  gelu::bias_gelu(in.a.cref(), in.bias.cref(), yb.ref(), o);
+  gelu::bias_gelu_backward(in.dy.cref(), in.a.cref(), in.bias.cref(), dxb.ref(), db.ref(), o);
+  gelu::add_gelu(in.a.cref(), in.b.cref(), ya.ref(), o);
+  gelu::add_gelu_backward(in.dy.cref(), in.a.cref(), in.b.cref(), dxa.ref(), o);
+  gelu::geglu(in.a.cref(), yg.ref(), o);
+  gelu::geglu_backward(in.half.cref(), in.a.cref(), dxg.ref(), o);
+  std::vector<unsigned char> all;
+  for (const Buffer* b : {&y, &dx, &yb, &dxb, &db, &ya, &dxa, &yg, &dxg})
+    all.insert(all.end(), b->raw().begin(), b->raw().end());
+  return all;
+}
+
+TEST_P(InPlaceAndThreads, BitIdenticalForAnyThreadCount) {
+  const DType t = GetParam();
+  Inputs in(t);
+  const auto one = all_outputs(t, 1, in);
+  for (int threads : {2, 3, 0}) EXPECT_EQ(all_outputs(t, threads, in), one) << threads;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, InPlaceAndThreads, ::testing::ValuesIn(kDTypes),
+                         [](const auto& i) { return std::string(dtype_name(i.param)); });
+
+}  // namespace
+}  // namespace gelu::testing
