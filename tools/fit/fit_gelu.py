@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+"""Fits the polynomial coefficients of src/cpu/gelu_math-inl.h.
+
+Run: /usr/bin/python3 tools/fit/fit_gelu.py > /tmp/coeffs.txt (numpy, math).
+Prints the C++ coefficient block and, as comments, the error each fit reached
+(with the f32-rounded coefficients, evaluated in double: the fit error alone,
+not the f32 evaluation's rounding, which the tests measure).
+
+Method: near-minimax weighted fits by Lawson's iteratively reweighted least
+squares on Chebyshev nodes, then coefficients rounded to f32 one at a time,
+lowest order first, each remaining coefficient refitted after a rounding so it
+absorbs the rounding error. Reference values come from Python's double math
+(erfc, exp): about 1e-16 relative, far below the 2^-24 targeted.
+
+Functions (t = |x|, x < 0 side; the x > 0 side follows by symmetry):
+  Core, t in [0, 3.875): 16 intervals [k/4 - 1/8, k/4 + 1/8], r = t - k/4,
+  degree-6 polynomial in r with c0 split into f32 hi + lo:
+    V(t) = t * s(-t)             gelu(-t) = -V(t); gelu(t) = t - V(t)
+    G(t) = s(-t) - t * s'(t)     gelu'(-t) = G(t); gelu'(t) = 1 - G(t)
+  where s is the form's gate (Phi, sigmoid(2u), sigmoid(1.702 x)); V fitted
+  for relative error, G for error relative to s(-t) + t s'(t) (the contract's
+  scale for the backward).
+  Exp: e^r - 1 = r + r^2 P(r), |r| <= ln2/2, relative error of e^r - 1.
+  Erf tail, t in [3.875, 14.75]: t R(t) = 1 + w P(w), w = 1/t^2, R = Phi(-t) /
+  phi(t) the Mills ratio; absolute error of 1 + w P(w).
+"""
+import math
+import struct
+
+import numpy as np
+
+S2 = math.sqrt(2.0)
+K = math.sqrt(2.0 / math.pi)
+CUBIC = 0.044715
+QUICK = 1.702
+W = 0.25          # core interval width (a power of two: k*W exact)
+NINT = 16         # intervals: one 16-lane permute on AVX-512
+DEG = 6           # core polynomial degree
+T_TAIL = 3.875    # = (NINT - 0.5) * W: where the tail path takes over
+ERF_TMAX = 14.75  # erf tail clamp: gelu and gelu' underflow to 0 beyond
+
+
+def f32(v):
+    return struct.unpack('f', struct.pack('f', v))[0]
+
+
+def sig(z):
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+def gate_neg(form, t):  # s(-t)
+    if form == 'erf':
+        return 0.5 * math.erfc(t / S2)
+    if form == 'tanh':
+        return sig(-2 * K * (t + CUBIC * t ** 3))
+    return sig(-QUICK * t)
+
+
+def slope(form, t):  # s'(t) = s'(-t)
+    if form == 'erf':
+        return math.exp(-t * t / 2) / math.sqrt(2 * math.pi)
+    if form == 'tanh':
+        z = 2 * K * (t + CUBIC * t ** 3)
+        return sig(z) * sig(-z) * 2 * K * (1 + 3 * CUBIC * t * t)
+    return QUICK * sig(QUICK * t) * sig(-QUICK * t)
+
+
+def lawson(X, y, wgt, iters=40):
+    """Near-minimax fit of X c ~ y with error weighted by 1/wgt."""
+    lw = np.ones(len(y))
+    best = None
+    for _ in range(iters):
+        sw = np.sqrt(lw) / wgt
+        c, *_ = np.linalg.lstsq(X * sw[:, None], y * sw, rcond=None)
+        e = np.abs(X @ c - y) / wgt
+        if best is None or e.max() < best[1]:
+            best = (c, e.max())
+        lw = lw * (e + 1e-30)
+        lw /= lw.sum()
+    return best[0]
+
+
+def nodes(lo, hi, n=600):
+    th = np.linspace(0, math.pi, n)
+    return (lo + hi) / 2 + (hi - lo) / 2 * np.cos(th)
+
+
+def fit_rounded(r, y, wgt, powers, fixed=None):
+    """Fits y ~ sum c_j r^j over `powers`, rounding coefficients to f32 one at
+    a time (lowest first) and refitting the rest. `fixed` maps power -> value
+    already chosen (e.g. c0 = hi + lo in double-float)."""
+    fixed = dict(fixed or {})
+    resid = y - sum(v * r ** p for p, v in fixed.items())
+    free = [p for p in powers if p not in fixed]
+    out = dict(fixed)
+    while free:
+        X = np.stack([r ** p for p in free], 1)
+        c = lawson(X, resid, wgt)
+        p0 = free.pop(0)
+        out[p0] = f32(c[0])
+        resid = resid - out[p0] * r ** p0
+    return out
+
+
+def fit_core(form, kind):
+    rows = [[0.0] * NINT for _ in range(DEG + 2)]  # c0hi, c0lo, c1..c6
+    worst = 0.0
+    for k in range(NINT):
+        c = k * W
+        lo, hi = max(0.0, c - W / 2 * 1.001), c + W / 2 * 1.001
+        t = nodes(lo, hi)
+        r = t - c
+        q = np.array([gate_neg(form, v) for v in t])
+        sp = np.array([slope(form, v) for v in t])
+        if kind == 'V':
+            y, wgt = t * q, np.maximum(t * q, 1e-300)
+        else:
+            y, wgt = q - t * sp, q + t * sp
+        if kind == 'V' and k == 0:
+            co = fit_rounded(r, y, wgt, range(1, DEG + 1), {0: 0.0})
+            hi0, lo0 = 0.0, 0.0
+        else:
+            X = np.stack([r ** p for p in range(DEG + 1)], 1)
+            c0 = lawson(X, y, wgt)[0]
+            hi0 = f32(c0)
+            lo0 = f32(c0 - hi0)
+            co = fit_rounded(r, y, wgt, range(DEG + 1), {0: hi0 + lo0})
+        rows[0][k], rows[1][k] = hi0, lo0
+        for p in range(1, DEG + 1):
+            rows[p + 1][k] = co[p]
+        approx = hi0 + lo0 + sum(co[p] * r ** p for p in range(1, DEG + 1))
+        worst = max(worst, (np.abs(approx - y) / wgt).max())
+    return rows, worst / 2 ** -24
+
+
+def fit_exp():
+    r = nodes(-math.log(2) / 2 * 1.01, math.log(2) / 2 * 1.01)
+    r = r[np.abs(r) > 1e-6]
+    y = np.expm1(r)
+    co = fit_rounded(r, y, np.abs(y), range(2, 8), {1: 1.0})
+    approx = sum(v * r ** p for p, v in co.items())
+    return [co[p] for p in range(2, 8)], (np.abs(approx - y) / np.abs(y)).max()
+
+
+def fit_erf_tail(deg=7):
+    t = nodes(T_TAIL * 0.999, ERF_TMAX)
+    w = 1.0 / (t * t)
+    # t R(t) - 1 with R = Q / phi = sqrt(pi/2) erfcx(t / sqrt2), computed from
+    # the continued fraction-free identity via math.erfc scaled (t <= 14.75:
+    # erfc(t/sqrt2) >= 1e-48 is a normal double).
+    y = np.array([v * 0.5 * math.erfc(v / S2) /
+                  (math.exp(-v * v / 2) / math.sqrt(2 * math.pi)) - 1.0
+                  for v in t])
+    co = fit_rounded(w, y, np.ones_like(y), range(1, deg + 1))
+    approx = sum(v * w ** p for p, v in co.items())
+    return [co[p] for p in range(1, deg + 1)], np.abs(approx - y).max()
+
+
+def fmt(v):
+    return '%.9ef' % v
+
+
+def split(v, bits=24):
+    """v as f32 hi (rounded to `bits` significant bits) + f32 lo."""
+    e = math.frexp(v)[1]
+    hi = f32(round(v * 2.0 ** (bits - e)) * 2.0 ** (e - bits))
+    return hi, f32(v - hi)
+
+
+def constants():
+    """Double-float constants (hi + lo) the tail paths need exactly."""
+    import mpmath
+    mpmath.mp.dps = 40
+    out = []
+    # ln2 hi with 16 significant bits: k * ln2_hi is exact for |k| < 2^8.
+    out.append(('kLn2', split(float(mpmath.log(2)), 16)))
+    out.append(('kLnSqrt2Pi', split(float(mpmath.log(mpmath.sqrt(2 * mpmath.pi))))))
+    # tanh: 2u = a1 t + a3 t^3 with the reference's double constants.
+    a1 = 2 * 0.79788456080286535587989211986876
+    out.append(('kTanhA1', split(a1)))
+    out.append(('kTanhA3', split(a1 * CUBIC)))
+    out.append(('kQuickA', split(QUICK)))
+    return out
+
+
+def main():
+    print('// Generated by tools/fit/fit_gelu.py; errors are of the fit alone.')
+    for form in ('erf', 'tanh', 'quick'):
+        for kind in ('V', 'G'):
+            rows, err = fit_core(form, kind)
+            name = 'k%s%s' % (form.capitalize(), 'Value' if kind == 'V' else 'Grad')
+            print('// %s: max error %.4f x 2^-24 relative%s' %
+                  (name, err, '' if kind == 'V' else ' to s(-t) + t s\'(t)'))
+            print('alignas(64) static constexpr float %s[%d][16] = {' % (name, DEG + 2))
+            for row in rows:
+                print('    {' + ', '.join(fmt(v) for v in row) + '},')
+            print('};')
+    for name, (hi, lo) in constants():
+        print('static constexpr float %s[2] = {%s, %s};' % (name, fmt(hi), fmt(lo)))
+    co, err = fit_exp()
+    print('// kExpPoly: e^r - 1 = r + r^2 P(r), max relative error %.3g (2^%.1f)'
+          % (err, math.log2(err)))
+    print('static constexpr float kExpPoly[6] = {' + ', '.join(fmt(v) for v in co) + '};')
+    co, err = fit_erf_tail()
+    print('// kErfTail: t R(t) = 1 + w P(w), max absolute error %.3g (2^%.1f)'
+          % (err, math.log2(err)))
+    print('static constexpr float kErfTail[%d] = {' % len(co) + ', '.join(fmt(v) for v in co) + '};')
+
+
+if __name__ == '__main__':
+    main()
