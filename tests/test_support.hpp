@@ -132,9 +132,10 @@ inline double error_ulps(DType t, double got, const Expect& e) {
              : ref::ulp_error(t, got, e.value);
 }
 
-// Checks out[i] against expect(i) for every element; reports the worst.
+// Checks out[i] against expect(i) for every element; reports and returns
+// the worst error in ULPs.
 template <class ExpectFn>
-void check_all(const Buffer& out, ExpectFn expect, double bound,
+double check_all(const Buffer& out, ExpectFn expect, double bound,
                const std::string& what) {
   double worst = 0.0;
   int64_t worst_i = -1, unwritten = 0;
@@ -156,6 +157,7 @@ void check_all(const Buffer& out, ExpectFn expect, double bound,
                             << worst_i << ", got " << out.get(worst_i)
                             << ", expected " << expect(worst_i).value;
   }
+  return worst;
 }
 
 inline const Approx kForms[] = {Approx::none, Approx::tanh, Approx::quick};
