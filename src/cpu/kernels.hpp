@@ -43,7 +43,17 @@ void geglu_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
 void geglu_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
                const void* dy, const void* x, void* dx);
 
+// Storage conversions on the kernels' own vector path (bf16/f16 rounded to
+// nearest-even, bit for bit as src/core/convert.hpp).
+void to_f32(DType, int64_t n, const void* in, float* out);
+void from_f32(DType, int64_t n, const float* in, void* out);
+
 // Name of the SIMD target the kernels dispatch to on this CPU.
 const char* target_name();
+
+// The Highway target bits (HWY_AVX3, HWY_AVX2, ...) the kernels were compiled
+// for; intersect with hwy::SupportedTargets() for those this CPU can run.
+// Tests pin each in turn with hwy::SetSupportedTargetsForTest.
+int64_t compiled_targets();
 
 }  // namespace gelu::cpu

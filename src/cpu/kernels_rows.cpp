@@ -1,0 +1,108 @@
+// Row kernels (bias_gelu and geglu; forward and backward), compiled once per
+// SIMD target and dispatched once per call.
+#include <cstdint>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cpu/kernels_rows.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "cpu/driver-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace gelu::cpu {
+namespace HWY_NAMESPACE {
+
+template <class S>
+using P = typename S::T*;
+template <class S>
+using CP = const typename S::T*;
+
+void BiasFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
+             const void* x, const void* bias, void* y) {
+  WithFormAndDType(form, t, [&](auto m, auto s) {
+    using S = decltype(s);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t o = r * stride;
+      Row<decltype(m), S, kSum>(
+          cols, {nullptr, CP<S>(x) + o, CP<S>(bias), P<S>(y) + o, nullptr, nullptr});
+    }
+  });
+}
+
+void BiasBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
+             const void* dy, const void* x, const void* bias, void* dx,
+             double* dbias) {
+  for (int64_t j = 0; j < cols; ++j) dbias[j] = 0.0;
+  WithFormAndDType(form, t, [&](auto m, auto s) {
+    using S = decltype(s);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t o = r * stride;
+      Row<decltype(m), S, kSum | kBackward | kDbias>(
+          cols, {CP<S>(dy) + o, CP<S>(x) + o, CP<S>(bias), P<S>(dx) + o,
+                 nullptr, dbias});
+    }
+  });
+}
+
+void GegluFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
+              const void* x, void* y) {
+  WithFormAndDType(form, t, [&](auto m, auto s) {
+    using S = decltype(s);
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto xr = CP<S>(x) + r * 2 * h;
+      Row<decltype(m), S, kGated>(
+          cols, {nullptr, xr, xr + h, P<S>(y) + r * h, nullptr, nullptr});
+    }
+  });
+}
+
+void GegluBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
+              const void* dy, const void* x, void* dx) {
+  WithFormAndDType(form, t, [&](auto m, auto s) {
+    using S = decltype(s);
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto xr = CP<S>(x) + r * 2 * h;
+      const auto dxr = P<S>(dx) + r * 2 * h;
+      Row<decltype(m), S, kGated | kBackward>(
+          cols, {CP<S>(dy) + r * h, xr, xr + h, dxr, dxr + h, nullptr});
+    }
+  });
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace gelu::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "cpu/kernels.hpp"
+
+namespace gelu::cpu {
+
+HWY_EXPORT(BiasFwd);
+HWY_EXPORT(BiasBwd);
+HWY_EXPORT(GegluFwd);
+HWY_EXPORT(GegluBwd);
+
+void bias_fwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t stride,
+              const void* x, const void* bias, void* y) {
+  HWY_DYNAMIC_DISPATCH(BiasFwd)(a, t, rows, cols, stride, x, bias, y);
+}
+void bias_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t stride,
+              const void* dy, const void* x, const void* bias, void* dx,
+              double* dbias) {
+  HWY_DYNAMIC_DISPATCH(BiasBwd)(a, t, rows, cols, stride, dy, x, bias, dx,
+                                dbias);
+}
+void geglu_fwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h,
+               const void* x, void* y) {
+  HWY_DYNAMIC_DISPATCH(GegluFwd)(a, t, rows, cols, h, x, y);
+}
+void geglu_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h,
+               const void* dy, const void* x, void* dx) {
+  HWY_DYNAMIC_DISPATCH(GegluBwd)(a, t, rows, cols, h, dy, x, dx);
+}
+
+}  // namespace gelu::cpu
+#endif  // HWY_ONCE
