@@ -1,0 +1,82 @@
+// Helpers shared by the CPU kernels and the autograd layer of the PyTorch
+// adapter: torch tensors -> gelu tensor views, argument checks with messages
+// in PyTorch's style, and gelu::Error -> c10::Error (a Python RuntimeError).
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <string>
+#include <utility>
+
+#include "gelu/gelu.hpp"
+
+namespace gelu_torch {
+
+// Checks that `t` is a strided CPU tensor of a dtype the library computes.
+inline gelu::DType dtype_of(const char* op, const char* name,
+                            const at::Tensor& t) {
+  TORCH_CHECK(t.defined(), "gelu_fusion::", op, ": ", name,
+              " is an undefined tensor, expected a CPU tensor");
+  TORCH_CHECK(t.device().is_cpu(), "gelu_fusion::", op, ": ", name, " is on ",
+              t.device(), ", expected a CPU tensor");
+  TORCH_CHECK(t.layout() == at::kStrided, "gelu_fusion::", op, ": ", name,
+              " has layout ", t.layout(), ", expected a strided (dense) tensor");
+  switch (t.scalar_type()) {
+    case at::kFloat: return gelu::DType::f32;
+    case at::kBFloat16: return gelu::DType::bf16;
+    case at::kHalf: return gelu::DType::f16;
+    default:
+      TORCH_CHECK(false, "gelu_fusion::", op, ": ", name, " has dtype ",
+                  t.scalar_type(), ", expected Float, BFloat16 or Half");
+  }
+}
+
+inline gelu::ConstTensorRef cref(const at::Tensor& contiguous, gelu::DType t) {
+  return {contiguous.data_ptr(), t,
+          std::vector<int64_t>(contiguous.sizes().begin(),
+                               contiguous.sizes().end())};
+}
+
+inline gelu::TensorRef ref(at::Tensor& contiguous, gelu::DType t) {
+  return {contiguous.data_ptr(), t,
+          std::vector<int64_t>(contiguous.sizes().begin(),
+                               contiguous.sizes().end())};
+}
+
+// Runs `f` (a call into the library), turning gelu::Error into c10::Error
+// with the library's text after the op's qualified name.
+template <class F>
+void call(F&& f) {
+  try {
+    std::forward<F>(f)();
+  } catch (const gelu::Error& e) {
+    TORCH_CHECK(false, "gelu_fusion::", e.what());
+  }
+}
+
+// Options for one call: the form, and PyTorch's intra-op thread count so
+// that torch.set_num_threads governs our kernels too.
+inline gelu::Options options(const char* op, c10::string_view approximate) {
+  gelu::Options o;
+  try {
+    o.approximate = gelu::parse_approx(
+        std::string_view(approximate.data(), approximate.size()));
+  } catch (const gelu::Error& e) {
+    TORCH_CHECK(false, "gelu_fusion::", op, ": ", e.what());
+  }
+  o.num_threads = at::get_num_threads();
+  return o;
+}
+
+// Debug aid for the tests: when on, every output is filled with NaN before
+// the kernel runs, so an element the kernel never writes shows up.
+bool& poison_outputs();
+inline at::Tensor new_output(at::IntArrayRef sizes, const at::Tensor& like) {
+  at::Tensor out = at::empty(sizes, like.options().memory_format(
+                                        at::MemoryFormat::Contiguous));
+  if (poison_outputs()) out.fill_(std::numeric_limits<double>::quiet_NaN());
+  return out;
+}
+
+}  // namespace gelu_torch

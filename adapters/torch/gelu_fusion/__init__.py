@@ -1,0 +1,27 @@
+"""gelu-fusion for PyTorch: fused GELU ops with autograd, a drop-in nn.GELU
+and a one-line model patch.
+
+    import gelu_fusion
+    y = gelu_fusion.gelu(x)                    # like F.gelu(x)
+    y = gelu_fusion.bias_gelu(x, bias)         # gelu(x + bias), one pass
+    n = gelu_fusion.patch(model, fuse_bias=True)
+
+The ops live in ``torch.ops.gelu_fusion`` (float32, bfloat16 and float16 on
+CPU), so TorchScript can call them too. ``approximate`` is 'none' (erf),
+'tanh' or 'quick' (x * sigmoid(1.702 x)).
+"""
+import torch
+
+from . import _load  # noqa: F401  (registers torch.ops.gelu_fusion)
+from .functional import add_gelu, bias_gelu, geglu, gelu
+from .modules import GELU, LinearBiasGELU
+from .patch import patch
+
+__all__ = ["gelu", "bias_gelu", "add_gelu", "geglu", "GELU", "LinearBiasGELU",
+           "patch", "simd_target"]
+
+
+def simd_target() -> str:
+    """The SIMD target the kernels dispatch to on this CPU."""
+    return torch.ops.gelu_fusion.simd_target()
+
