@@ -1,0 +1,111 @@
+// Shared vocabulary of the report (tools/cmd_report.cpp and report_*.cpp):
+// the ops it measures, their compulsory traffic, typed buffers, and the
+// result records that the tables, the JSON and the chart are written from.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gelu/gelu.hpp"
+
+namespace gelu::report {
+
+enum class Op {
+  gelu, gelu_backward, bias_gelu, bias_gelu_backward,
+  add_gelu, add_gelu_backward, geglu, geglu_backward
+};
+inline constexpr Op kAllOps[] = {
+    Op::gelu,     Op::gelu_backward,     Op::bias_gelu, Op::bias_gelu_backward,
+    Op::add_gelu, Op::add_gelu_backward, Op::geglu,     Op::geglu_backward};
+
+struct OpInfo {
+  const char* name;
+  const char* family;  // chart panel row: gelu, bias_gelu, add_gelu, geglu
+  bool backward;
+  // Compulsory traffic per GELU evaluation, in elements of the dtype: every
+  // input read once, every output written once (per-column tensors, bias and
+  // dbias, are added separately by traffic_bytes).
+  int streams;
+};
+const OpInfo& op_info(Op);
+std::optional<Op> parse_op(const std::string&);
+
+// The shape a size is run at: n GELU evaluations as rows x cols (cols =
+// 4096, a transformer hidden size, when it divides n; else one row).
+struct Shape {
+  int64_t rows, cols;
+  int64_t n() const { return rows * cols; }
+};
+Shape shape_for(int64_t n);
+// Bytes the op must move at this shape (inputs once, outputs once).
+int64_t traffic_bytes(Op, DType, Shape);
+
+// A 64-byte aligned, zero-initialised (first-touched) byte buffer.
+class Buffer {
+ public:
+  Buffer() = default;
+  explicit Buffer(int64_t bytes);
+  void* data() { return p_.get(); }
+  const void* data() const { return p_.get(); }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::unique_ptr<void, Free> p_;
+  int64_t bytes_ = 0;
+};
+
+// Element i of a dtype buffer as float, and back (round to nearest even).
+float load(DType, const void* p, int64_t i);
+void store(DType, void* p, int64_t i, float v);
+// Fills n elements with uniform values in [lo, hi), deterministically.
+void fill_uniform(DType, void* p, int64_t n, float lo, float hi,
+                  uint64_t seed);
+
+// --- results -----------------------------------------------------------------
+struct RegionError {
+  double max_ulp = 0, max_rel = 0;
+  double worst_x = 0;  // the input (pre-activation) of the worst ULP
+  int64_t points = 0;
+};
+struct AccuracyRow {
+  Op op;
+  Approx form;
+  DType dtype;
+  std::string impl;  // "ours", "oneDNN", "PyTorch"
+  std::string note;  // why a peer has no figure ("" when it has one)
+  std::vector<RegionError> regions;  // one per kRegions entry
+};
+
+struct Stat {  // nanoseconds per call over the rounds
+  double median = 0, min = 0, max = 0;
+  int rounds = 0;
+};
+struct PeerTime {
+  std::optional<Stat> t;      // absent: see note
+  std::optional<Stat> copy;   // the peer's own copy (PyTorch: inside python)
+  std::string note;
+};
+struct ThroughputRow {
+  Op op;
+  Approx form;
+  DType dtype;
+  int64_t n;
+  int threads;
+  int64_t bytes;
+  Stat ours, copy;
+  PeerTime onednn, torch;
+};
+struct OverheadRow {
+  std::string impl, what;
+  std::optional<double> ns;
+  std::string note;
+};
+
+}  // namespace gelu::report

@@ -1,0 +1,33 @@
+// Renders the report: tables for the terminal and report.md (one pipe-table
+// renderer for both), and report.json for the chart and for tooling.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "report_common.hpp"
+
+namespace gelu::report {
+
+struct Report {
+  std::string command;
+  std::vector<std::pair<std::string, std::string>> machine;
+  std::vector<std::string> rules;  // timing rules, one sentence each
+  std::vector<AccuracyRow> accuracy;
+  std::vector<ThroughputRow> throughput;
+  std::vector<OverheadRow> overhead;
+  std::string chart;  // file name of the PNG beside report.md, or ""
+  std::string chart_note;
+  double seconds = 0;
+};
+
+// Sections as markdown (header line + pipe table).
+std::string machine_section(const Report&);
+std::string accuracy_section(const Report&);
+std::string throughput_section(const Report&);
+std::string overhead_section(const Report&);
+std::string markdown(const Report&);
+std::string json(const Report&);
+
+}  // namespace gelu::report
