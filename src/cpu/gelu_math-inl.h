@@ -137,25 +137,27 @@ using VecD = hn::Vec<D>;
 template <class D>
 using VecI = hn::Vec<hn::RebindToSigned<D>>;
 
-// row[idx] per lane, idx in [0, 16).
+// row[k] per lane, k = the low 4 bits of `kbits` (the bits of 2^23 + k:
+// the caller rounds with a magic number, so no float->int conversion).
 template <class D>
-HWY_INLINE VecD<D> Lookup16(D d, const float* HWY_RESTRICT row, VecI<D> idx) {
-#if HWY_HAVE_SCALABLE || HWY_TARGET == HWY_SCALAR
-  return hn::GatherIndex(d, row, idx);
-#else
-  constexpr size_t kN = hn::MaxLanes(D());
-  if constexpr (kN == 16) {
-    return hn::TableLookupLanes(hn::Load(d, row), hn::IndicesFromVec(d, idx));
-  } else if constexpr (kN == 8) {
-    const hn::RebindToSigned<D> di;
-    const auto lo7 = hn::IndicesFromVec(d, hn::And(idx, hn::Set(di, 7)));
-    const auto hi = hn::RebindMask(d, hn::Gt(idx, hn::Set(di, 7)));
-    return hn::IfThenElse(hi, hn::TableLookupLanes(hn::Load(d, row + 8), lo7),
-                          hn::TableLookupLanes(hn::Load(d, row), lo7));
-  } else {
-    return hn::GatherIndex(d, row, idx);
+HWY_INLINE VecD<D> Lookup16(D d, const float* HWY_RESTRICT row, VecI<D> kbits) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if constexpr (hn::MaxLanes(D()) == 16) {
+    // vpermps reads only the low 4 index bits.
+    return VecD<D>{_mm512_permutexvar_ps(kbits.raw, hn::Load(d, row).raw)};
+  }
+#elif HWY_TARGET == HWY_AVX2
+  if constexpr (hn::MaxLanes(D()) == 8) {
+    // Two 8-entry permutes (low 3 bits), picked by bit 3 moved to the sign.
+    const VecD<D> lo{_mm256_permutevar8x32_ps(hn::Load(d, row).raw, kbits.raw)};
+    const VecD<D> hi{
+        _mm256_permutevar8x32_ps(hn::Load(d, row + 8).raw, kbits.raw)};
+    const auto sel = hn::BitCast(d, hn::ShiftLeft<28>(kbits));
+    return VecD<D>{_mm256_blendv_ps(lo.raw, hi.raw, sel.raw)};
   }
 #endif
+  const hn::RebindToSigned<D> di;
+  return hn::GatherIndex(d, row, hn::And(kbits, hn::Set(di, 15)));
 }
 
 // a * b - p exactly, for p = fl(a * b) (no overflow, no underflow).
@@ -208,17 +210,26 @@ template <class D>
 HWY_INLINE void Core(D d, VecD<D> t, const float (*tv)[16],
                      const float (*tg)[16], VecD<D>& v, VecD<D>& g) {
   const hn::RebindToSigned<D> di;
-  const auto ki = hn::ConvertTo(di, hn::MulAdd(t, hn::Set(d, 4.0f),
-                                               hn::Set(d, 0.5f)));
-  const auto r = hn::NegMulAdd(hn::ConvertTo(d, ki), hn::Set(d, 0.25f), t);
-  auto pv = Lookup16(d, tv[7], ki);
-  auto pg = Lookup16(d, tg[7], ki);
-  for (int j = 6; j >= 1; --j) {
-    pv = hn::MulAdd(pv, r, Lookup16(d, tv[j], ki));
-    pg = hn::MulAdd(pg, r, Lookup16(d, tg[j], ki));
-  }
-  v = hn::Add(Lookup16(d, tv[0], ki), pv);
-  g = hn::Add(Lookup16(d, tg[0], ki), pg);
+  // k = round(4 t) in the low mantissa bits of 2^23 + 4t; r = t - k/4 exact.
+  const auto magic = hn::Set(d, 8388608.0f);
+  const auto km = hn::MulAdd(t, hn::Set(d, 4.0f), magic);
+  const auto r = hn::NegMulAdd(hn::Sub(km, magic), hn::Set(d, 0.25f), t);
+  const auto k = hn::BitCast(di, km);
+  const auto L = [&](const float* row) { return Lookup16(d, row, k); };
+  auto pv = hn::MulAdd(L(tv[7]), r, L(tv[6]));
+  auto pg = hn::MulAdd(L(tg[7]), r, L(tg[6]));
+  pv = hn::MulAdd(pv, r, L(tv[5]));
+  pg = hn::MulAdd(pg, r, L(tg[5]));
+  pv = hn::MulAdd(pv, r, L(tv[4]));
+  pg = hn::MulAdd(pg, r, L(tg[4]));
+  pv = hn::MulAdd(pv, r, L(tv[3]));
+  pg = hn::MulAdd(pg, r, L(tg[3]));
+  pv = hn::MulAdd(pv, r, L(tv[2]));
+  pg = hn::MulAdd(pg, r, L(tg[2]));
+  pv = hn::MulAdd(pv, r, L(tv[1]));
+  pg = hn::MulAdd(pg, r, L(tg[1]));
+  v = hn::Add(L(tv[0]), pv);
+  g = hn::Add(L(tg[0]), pg);
 }
 
 // gelu and gelu' from V(t) and G(t) (core) for finite x.
@@ -301,7 +312,10 @@ HWY_INLINE void SigmoidTail(D d, VecD<D> t, VecD<D> zh, VecD<D> zl,
   const auto one = hn::Set(d, 1.0f);
   const auto p1 = hn::Add(one, q);
   // E = e^-z; sigmoid(-z) = E (1 - m), m = E (1 - E) (error E^3 < 2^-28).
-  const auto e = hn::Mul(hn::Mul(p1, scale), hn::Set(d, 5.42101086e-20f));
+  // E with its exponent clamped at -50: past that m is far below 2^-24 and
+  // the clamp keeps E and E^2 normal (subnormal operands are slow).
+  const auto e = hn::Mul(hn::Mul(p1, hn::Max(scale, hn::Set(d, 16384.0f))),
+                         hn::Set(d, 5.42101086e-20f));
   const auto m = hn::NegMulAdd(e, e, e);
   // (1 + q)(1 - m) = 1 + y.
   const auto y = hn::NegMulAdd(m, q, hn::Sub(q, m));
