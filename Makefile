@@ -18,7 +18,7 @@ build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	$(BUILD)/gelu-fusion report
+	$(BUILD)/gelu-fusion report $(ARGS)
 
 test: test-unit
 
@@ -26,7 +26,7 @@ test-unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 bench: build
-	$(BUILD)/bench/gelu_bench
+	$(BUILD)/bench/gelu_bench $(ARGS)
 
 clean:
 	rm -rf $(BUILD)
