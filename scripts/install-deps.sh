@@ -11,6 +11,7 @@ packages=(
   clang libclang-rt-14-dev              # libFuzzer and sanitizer runtimes
   libdnnl-dev                           # oneDNN, a peer in the report
   python3-torch libtorch-dev            # PyTorch adapter and peer
+  libopenblas0-openmp                   # a real BLAS for torch matmuls (examples/train_mlp.py)
   python3-pytest python3-numpy python3-matplotlib python3-mpmath
 )
 
