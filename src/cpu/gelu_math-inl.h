@@ -160,6 +160,18 @@ HWY_INLINE VecD<D> Lookup16(D d, const float* HWY_RESTRICT row, VecI<D> kbits) {
   return hn::GatherIndex(d, row, hn::And(kbits, hn::Set(di, 15)));
 }
 
+// min(c, t) that returns t when t is NaN.
+template <class D>
+HWY_INLINE VecD<D> MinKeepNaN(D d, VecD<D> c, VecD<D> t) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+  (void)d;
+  return hn::Min(c, t);  // minps returns its second operand if either is NaN
+#else
+  (void)d;
+  return hn::IfThenElse(hn::Gt(t, c), c, t);  // Highway's emulated Min drops NaN
+#endif
+}
+
 // a * b - p exactly, for p = fl(a * b) (no overflow, no underflow).
 template <class D>
 HWY_INLINE VecD<D> ProdErr(D d, VecD<D> a, VecD<D> b, VecD<D> p) {
@@ -179,6 +191,19 @@ HWY_INLINE VecD<D> ProdErr(D d, VecD<D> a, VecD<D> b, VecD<D> p) {
 #endif
 }
 
+// e^r - 1 for |r| <= ln2/2 (Horner: fewest instructions; the kernels are
+// throughput-bound, many vectors in flight).
+template <class D>
+HWY_INLINE VecD<D> ExpM1Poly(D d, VecD<D> r) {
+  const auto C = [&](int j) { return hn::Set(d, kExpPoly[j]); };
+  auto p = hn::MulAdd(C(5), r, C(4));
+  p = hn::MulAdd(p, r, C(3));
+  p = hn::MulAdd(p, r, C(2));
+  p = hn::MulAdd(p, r, C(1));
+  p = hn::MulAdd(p, r, C(0));
+  return hn::MulAdd(hn::Mul(r, r), p, r);
+}
+
 // e^(-(ah + al)) = 2^n (1 + q) for ah in [4, 120], al tiny; returns q and
 // scale = 2^(n + 64) (a normal float: the caller multiplies by 2^-64 last,
 // so a subnormal result rounds once). `fold` is subtracted from the reduced
@@ -193,14 +218,7 @@ HWY_INLINE void ExpNeg(D d, VecD<D> ah, VecD<D> al, VecD<D>& q,
   // ah + k ln2_hi is exact (k ln2_hi has 16 + 8 bits, the sum is small).
   auto r = hn::NegMulAdd(kf, hn::Set(d, kLn2[0]), hn::Neg(ah));
   r = hn::Sub(r, hn::MulAdd(kf, hn::Set(d, kLn2[1]), al));
-  const auto r2 = hn::Mul(r, r);
-  auto p = hn::Set(d, kExpPoly[5]);
-  p = hn::MulAdd(p, r, hn::Set(d, kExpPoly[4]));
-  p = hn::MulAdd(p, r, hn::Set(d, kExpPoly[3]));
-  p = hn::MulAdd(p, r, hn::Set(d, kExpPoly[2]));
-  p = hn::MulAdd(p, r, hn::Set(d, kExpPoly[1]));
-  p = hn::MulAdd(p, r, hn::Set(d, kExpPoly[0]));
-  q = hn::MulAdd(r2, p, r);
+  q = ExpM1Poly(d, r);
   const auto n = hn::Sub(hn::BitCast(di, km), hn::BitCast(di, magic));
   scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(n, hn::Set(di, 127 + 64))));
 }
@@ -242,19 +260,16 @@ HWY_INLINE void FinishCore(D d, VecD<D> x, VecD<D> v, VecD<D> g,
 }
 
 // gelu and gelu' from the tail's scaled magnitudes vs = V(t) 2^64 and
-// gs = -G(t) 2^64 (both >= 0); NaN propagates.
+// gs = -G(t) 2^64 (both >= 0; NaN when x is NaN, which then propagates).
 template <class D>
 HWY_INLINE void FinishTail(D d, VecD<D> x, VecD<D> vs, VecD<D> gs,
                            VecD<D>& value, VecD<D>& grad) {
   const auto tiny = hn::Set(d, 5.42101086e-20f);  // 2^-64
-  const auto neg = hn::Lt(x, hn::Zero(d));
-  value = hn::NegMulAdd(vs, tiny, hn::Max(x, hn::Zero(d)));
-  value = hn::CopySign(value, x);  // -0 where gelu(x < 0) underflows
-  grad = hn::IfThenElse(neg, hn::Mul(gs, hn::Neg(tiny)),
+  // max(x, -0) is -0 for x < 0, so an underflowing gelu(x < 0) is -0.
+  value = hn::NegMulAdd(vs, tiny, hn::Max(x, hn::Set(d, -0.0f)));
+  grad = hn::IfThenElse(hn::Lt(x, hn::Zero(d)),
+                        hn::NegMulAdd(gs, tiny, hn::Set(d, -0.0f)),
                         hn::MulAdd(gs, tiny, hn::Set(d, 1.0f)));
-  const auto nan = hn::IsNaN(x);
-  value = hn::IfThenElse(nan, x, value);
-  grad = hn::IfThenElse(nan, x, grad);
 }
 
 // Tails, t >= kTailStart (clamped to the form's tmax): vs = t s(-t) 2^64,
@@ -278,22 +293,27 @@ struct ErfTail {
     r = hn::Sub(r, hn::Set(d, kLnSqrt2Pi[0]));
     const auto lo = hn::MulAdd(hl, half, hn::Set(d, kLnSqrt2Pi[1]));
     r = hn::Sub(r, hn::MulAdd(kf, hn::Set(d, kLn2[1]), lo));
-    const auto r2 = hn::Mul(r, r);
-    auto p = hn::Set(d, kExpPoly[5]);
-    for (int j = 4; j >= 0; --j) p = hn::MulAdd(p, r, hn::Set(d, kExpPoly[j]));
-    const auto q = hn::MulAdd(r2, p, r);
+    const auto q = ExpM1Poly(d, r);
     const auto n = hn::Sub(hn::BitCast(di, km), hn::BitCast(di, magic));
     const auto scale =
         hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(n, hn::Set(di, 127 + 64))));
     // t R(t) = 1 + a, a = w P(w).
-    const auto w = hn::Div(hn::Set(d, 1.0f), h);
-    auto pw = hn::Set(d, kErfTail[6]);
-    for (int j = 5; j >= 0; --j) pw = hn::MulAdd(pw, w, hn::Set(d, kErfTail[j]));
+    // w = 1/t^2: the approximate reciprocal and one Newton step (2^-22 or
+    // better; a = w P(w) <= 0.07 scales that error down to 2^-26).
+    const auto one = hn::Set(d, 1.0f);
+    const auto w0 = hn::ApproximateReciprocal(h);
+    const auto w = hn::MulAdd(w0, hn::NegMulAdd(h, w0, one), w0);
+    const auto C = [&](int j) { return hn::Set(d, kErfTail[j]); };
+    auto pw = hn::MulAdd(C(6), w, C(5));
+    pw = hn::MulAdd(pw, w, C(4));
+    pw = hn::MulAdd(pw, w, C(3));
+    pw = hn::MulAdd(pw, w, C(2));
+    pw = hn::MulAdd(pw, w, C(1));
+    pw = hn::MulAdd(pw, w, C(0));
     const auto a = hn::Mul(w, pw);
     // V = t Q = phi (1 + a) = 2^n (1 + y), y = q + a (1 + q).
-    const auto one = hn::Set(d, 1.0f);
     const auto y = hn::Add(hn::MulAdd(a, q, a), q);
-    vs = hn::Mul(hn::Add(one, y), scale);
+    vs = hn::MulAdd(y, scale, scale);
     // -G = t phi - Q = t phi (1 + b), b = -w (1 + a).
     const auto b = hn::NegMulSub(w, a, w);
     const auto y2 = hn::Add(hn::MulAdd(b, q, b), q);
@@ -390,8 +410,9 @@ HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[16],
   }
   // Some lane is in the tail, infinite or NaN.
   VecD<D> vs, gs;
-  const auto tt = hn::IfThenElse(in_core, hn::Set(d, kTailStart),
-                                 hn::Min(t, hn::Set(d, Tail::kTmax)));
+  // A NaN runs through the tail and comes out NaN. Core lanes compute
+  // garbage here (never trapping) that the blend below discards.
+  const auto tt = MinKeepNaN(d, hn::Set(d, Tail::kTmax), t);
   Tail::Eval(d, tt, vs, gs);
   FinishTail(d, x, vs, gs, value, grad);
   if (hn::AllFalse(d, in_core)) return;
