@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 import gelu_fusion
 from conftest import (DTYPES, FORMS, SHAPES, assert_close, bound_ulps,
-                      grad_terms_abs, inputs, ref_gelu)
+                      grad_terms_abs, inputs, ref_gelu, ulp)
 
 ALL = pytest.mark.parametrize("form", FORMS)
 DT = pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: str(d)[6:])
@@ -45,8 +45,10 @@ def test_gelu(form, dtype, shape):
 @pytest.mark.parametrize("form", ("none", "tanh"))
 @DT
 def test_gelu_matches_torch_functional(form, dtype):
-    """Against F.gelu itself: its float64 autograd where its textbook formula
-    is exact (x > -5), and its own dtype result within one more ulp."""
+    """Against F.gelu itself: its float64 output and autograd where its
+    textbook formula 0.5x(1 + erf) does not cancel (x > -5). (F.gelu in f32
+    is not a reference: it cancels in the tail; and it has no f16 CPU kernel
+    in PyTorch 1.13.)"""
     x = inputs((64, 33), dtype, seed=3)
     x = x[x.double() > -5].reshape(-1).requires_grad_()
     dy = inputs(x.shape, dtype, scale=1.0, seed=4)
@@ -60,10 +62,6 @@ def test_gelu_matches_torch_functional(form, dtype):
                  bound_ulps(dtype), w)
     scale = dy.double().abs() * grad_terms_abs(z.detach(), form)
     assert_close(x.grad, z.grad, scale, dtype, bound_ulps(dtype), w + " grad")
-    # And PyTorch's own result in the same dtype, as a drop-in check.
-    theirs = F.gelu(x.detach(), approximate=form).double()
-    assert_close(y.detach(), theirs, exact.detach(), dtype,
-                 2 * bound_ulps(dtype) + 1, w + " (F.gelu in dtype)")
 
 
 @ALL
@@ -90,14 +88,16 @@ def test_bias_gelu(form, dtype, shape):
 
     # dbias: the float64 sum of the exact dx per column, within 2^-20 of the
     # sum of |dx| plus half an ulp of its dtype plus underflow per row.
-    rows = x.numel() // shape[-1] if shape[-1] else 0
-    g = z.grad.reshape(-1, shape[-1]) if shape[-1] else z.grad.reshape(0, 0)
-    s, a = g.sum(0), g.abs().sum(0)
     if shape[-1]:
-        tol = a * 2.0 ** -20 + 0.5 * __import__("conftest").ulp(dtype, s) \
-            + rows * 2.0 ** -150
+        rows = x.numel() // shape[-1]
+        g = z.grad.reshape(rows, shape[-1])
+        s, a = g.sum(0), g.abs().sum(0)
+        tol = a * 2.0 ** -20 + 0.5 * ulp(dtype, s) + rows * 2.0 ** -150
         err = (bias.grad.double() - s).abs()
-        assert bool((err <= tol).all()), f"{w} dbias: worst {float((err - tol).max())}"
+        assert bool((err <= tol).all()), \
+            f"{w} dbias: worst excess {float((err - tol).max()):.3g}"
+    else:
+        assert torch.equal(bias.grad, torch.zeros_like(bias))
 
     dx, db = torch.ops.gelu_fusion.bias_gelu_backward(
         dy, x.detach(), bias.detach(), approximate=form)

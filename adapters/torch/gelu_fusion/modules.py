@@ -2,6 +2,8 @@
 import torch
 from torch import Tensor, nn
 
+from . import functional as _F
+
 _FORMS = ("none", "tanh", "quick")
 
 
@@ -24,7 +26,7 @@ class GELU(nn.Module):
         self.approximate = approximate
 
     def forward(self, input: Tensor) -> Tensor:
-        return torch.ops.gelu_fusion.gelu(input, approximate=self.approximate)
+        return _F.gelu(input, self.approximate)
 
     def extra_repr(self) -> str:
         return "approximate={}".format(repr(self.approximate))
@@ -77,9 +79,8 @@ class LinearBiasGELU(nn.Module):
         return m
 
     def forward(self, input: Tensor) -> Tensor:
-        return torch.ops.gelu_fusion.bias_gelu(
-            torch.nn.functional.linear(input, self.weight), self.bias,
-            approximate=self.approximate)
+        return _F.bias_gelu(torch.nn.functional.linear(input, self.weight),
+                            self.bias, self.approximate)
 
     def extra_repr(self) -> str:
         return "in_features={}, out_features={}, approximate={}".format(
