@@ -57,87 +57,81 @@ struct Streams {
 
 namespace detail {
 
-constexpr size_t kMaxF32Lanes = HWY_MAX_BYTES / sizeof(float) > 0 ? HWY_MAX_BYTES / sizeof(float) : 1;
+constexpr size_t kMaxF32Lanes =
+    HWY_MAX_BYTES / sizeof(float) > 0 ? HWY_MAX_BYTES / sizeof(float) : 1;
 
-// Loads lanes [i, i + rem) of p as f32 (the rest zero when kTail).
-template <bool kTail, class S, class DF>
-HWY_INLINE hn::Vec<DF> In(DF df, const typename S::T* p, size_t i, size_t rem) {
-  if constexpr (!kTail) {
-    return S::Load(df, p + i);
-  } else {
-    HWY_ALIGN typename S::T buf[kMaxF32Lanes] = {};
-    std::memcpy(buf, p + i, rem * sizeof(buf[0]));
-    return S::Load(df, buf);
-  }
-}
-
-// Stores lanes [i, i + rem) of v to p (only rem lanes when kTail).
-template <bool kTail, class S, class DF>
-HWY_INLINE void Out(DF df, hn::Vec<DF> v, typename S::T* p, size_t i,
-                    size_t rem) {
-  if constexpr (!kTail) {
-    S::Store(df, v, p + i);
-  } else {
-    HWY_ALIGN typename S::T buf[kMaxF32Lanes];
-    S::Store(df, v, buf);
-    std::memcpy(p + i, buf, rem * sizeof(buf[0]));
-  }
-}
-
-// sums[i, i + rem) += v, in double.
-template <bool kTail, class DF>
-HWY_INLINE void AddToSums(DF df, hn::Vec<DF> v, double* sums, size_t i,
-                          size_t rem) {
+// sums[0, lanes) += v, in double.
+template <class DF>
+HWY_INLINE void AddToSums(DF df, hn::Vec<DF> v, double* sums) {
 #if HWY_TARGET == HWY_SCALAR
-  // One lane: never a partial vector.
-  (void)rem;
   const hn::Rebind<double, DF> dd;
-  hn::StoreU(hn::Add(hn::LoadU(dd, sums + i), hn::PromoteTo(dd, v)), dd, sums + i);
+  hn::StoreU(hn::Add(hn::LoadU(dd, sums), hn::PromoteTo(dd, v)), dd, sums);
 #else
   const hn::Half<DF> dh;
   const hn::Rebind<double, decltype(dh)> dd;
   const size_t nd = hn::Lanes(dd);
   const auto lo = hn::PromoteTo(dd, hn::LowerHalf(dh, v));
   const auto hi = hn::PromoteTo(dd, hn::UpperHalf(dh, v));
-  if constexpr (!kTail) {
-    hn::StoreU(hn::Add(hn::LoadU(dd, sums + i), lo), dd, sums + i);
-    hn::StoreU(hn::Add(hn::LoadU(dd, sums + i + nd), hi), dd, sums + i + nd);
-  } else {
-    HWY_ALIGN double buf[kMaxF32Lanes] = {};
-    std::memcpy(buf, sums + i, rem * sizeof(double));
-    hn::Store(hn::Add(hn::Load(dd, buf), lo), dd, buf);
-    hn::Store(hn::Add(hn::Load(dd, buf + nd), hi), dd, buf + nd);
-    std::memcpy(sums + i, buf, rem * sizeof(double));
-  }
+  hn::StoreU(hn::Add(hn::LoadU(dd, sums), lo), dd, sums);
+  hn::StoreU(hn::Add(hn::LoadU(dd, sums + nd), hi), dd, sums + nd);
 #endif
   (void)df;
 }
 
-// One vector (or the final partial one) of positions [i, i + rem).
-template <class Math, class S, unsigned F, bool kTail, class DF>
-HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, size_t rem) {
-  auto x = In<kTail, S>(df, s.x, i, rem);
+// One full vector of positions [i, i + lanes).
+template <class Math, class S, unsigned F, class DF>
+HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i) {
+  auto x = S::Load(df, s.x + i);
   hn::Vec<DF> x2;
-  if constexpr ((F & (kSum | kGated)) != 0) x2 = In<kTail, S>(df, s.x2, i, rem);
+  if constexpr ((F & (kSum | kGated)) != 0) x2 = S::Load(df, s.x2 + i);
   if constexpr ((F & kSum) != 0) x = hn::Add(x, x2);
 
   if constexpr ((F & kBackward) == 0) {
     auto y = Math::Value(df, x);
     if constexpr ((F & kGated) != 0) y = hn::Mul(y, x2);
-    Out<kTail, S>(df, y, s.out, i, rem);
+    S::Store(df, y, s.out + i);
   } else {
-    const auto dy = In<kTail, S>(df, s.dy, i, rem);
+    const auto dy = S::Load(df, s.dy + i);
     if constexpr ((F & kGated) != 0) {
       hn::Vec<DF> value, grad;
       Math::ValueAndGrad(df, x, value, grad);
-      Out<kTail, S>(df, hn::Mul(hn::Mul(dy, x2), grad), s.out, i, rem);
-      Out<kTail, S>(df, hn::Mul(dy, value), s.out2, i, rem);
+      S::Store(df, hn::Mul(hn::Mul(dy, x2), grad), s.out + i);
+      S::Store(df, hn::Mul(dy, value), s.out2 + i);
     } else {
       const auto dx = hn::Mul(dy, Math::Grad(df, x));
-      Out<kTail, S>(df, dx, s.out, i, rem);
-      if constexpr ((F & kDbias) != 0) AddToSums<kTail>(df, dx, s.dbias, i, rem);
+      S::Store(df, dx, s.out + i);
+      if constexpr ((F & kDbias) != 0) AddToSums(df, dx, s.dbias + i);
     }
   }
+}
+
+// Copies the first rem elements of src into a zero-padded vector-sized
+// buffer (nothing when src is null) and returns the buffer, or null.
+template <class T>
+HWY_INLINE T* Stage(const T* src, T* buf, size_t rem) {
+  if (src == nullptr) return nullptr;
+  for (size_t k = 0; k < kMaxF32Lanes; ++k) buf[k] = T();
+  std::memcpy(buf, src, rem * sizeof(T));
+  return buf;
+}
+
+// The final partial vector, positions [i, i + rem): the same Step on
+// zero-padded stack copies, then only rem elements copied back. Inputs are
+// all staged before any output is copied back (in place stays correct).
+template <class Math, class S, unsigned F, class DF>
+HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem) {
+  using T = typename S::T;
+  HWY_ALIGN T dy[kMaxF32Lanes], x[kMaxF32Lanes], x2[kMaxF32Lanes];
+  HWY_ALIGN T out[kMaxF32Lanes], out2[kMaxF32Lanes];
+  HWY_ALIGN double sums[kMaxF32Lanes];
+  auto at = [i](auto* p) { return p ? p + i : p; };
+  const Streams<S> t{Stage(at(s.dy), dy, rem), Stage(at(s.x), x, rem),
+                     Stage(at(s.x2), x2, rem), s.out ? out : nullptr,
+                     s.out2 ? out2 : nullptr, Stage(at(s.dbias), sums, rem)};
+  Step<Math, S, F>(df, t, 0);
+  if (s.out) std::memcpy(s.out + i, out, rem * sizeof(T));
+  if (s.out2) std::memcpy(s.out2 + i, out2, rem * sizeof(T));
+  if (s.dbias) std::memcpy(s.dbias + i, sums, rem * sizeof(double));
 }
 
 }  // namespace detail
@@ -149,9 +143,9 @@ HWY_INLINE void Row(size_t count, const Streams<S>& s) {
   const size_t N = hn::Lanes(df);
   size_t i = 0;
   if (count >= N) {
-    for (; i <= count - N; i += N) detail::Step<Math, S, F, false>(df, s, i, N);
+    for (; i <= count - N; i += N) detail::Step<Math, S, F>(df, s, i);
   }
-  if (i < count) detail::Step<Math, S, F, true>(df, s, i, count - i);
+  if (i < count) detail::TailStep<Math, S, F>(df, s, i, count - i);
 }
 
 // Calls fn(Math{}) with the math struct of the form.

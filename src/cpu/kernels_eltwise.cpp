@@ -1,6 +1,7 @@
 // Element-wise kernels (gelu, add_gelu; forward and backward), compiled once
 // per SIMD target and dispatched once per call.
 #include <cstdint>
+#include <cstring>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/kernels_eltwise.cpp"
@@ -12,6 +13,7 @@
 HWY_BEFORE_NAMESPACE();
 namespace gelu::cpu {
 namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
 
 template <class S>
 using P = typename S::T*;
@@ -60,11 +62,14 @@ void Convert(size_t n, const typename From::T* in, typename To::T* out) {
   const size_t N = hn::Lanes(df);
   size_t i = 0;
   if (n >= N) {
-    for (; i <= n - N; i += N)
-      detail::Out<false, To>(df, detail::In<false, From>(df, in, i, N), out, i, N);
+    for (; i <= n - N; i += N) To::Store(df, From::Load(df, in + i), out + i);
   }
-  if (i < n)
-    detail::Out<true, To>(df, detail::In<true, From>(df, in, i, n - i), out, i, n - i);
+  if (i < n) {
+    HWY_ALIGN typename From::T a[detail::kMaxF32Lanes];
+    HWY_ALIGN typename To::T b[detail::kMaxF32Lanes];
+    To::Store(df, From::Load(df, detail::Stage(in + i, a, n - i)), b);
+    std::memcpy(out + i, b, (n - i) * sizeof(b[0]));
+  }
 }
 
 void ToF32(DType t, int64_t n, const void* in, float* out) {

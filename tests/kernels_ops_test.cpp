@@ -1,0 +1,274 @@
+// Every kernel of src/cpu/kernels.hpp on every SIMD target this CPU runs.
+//
+// Two checks, so that a failure says which layer is wrong:
+//  - PlainAccuracy: gelu_fwd / gelu_bwd against the double reference with
+//    the contract's bounds (every form and dtype, every tail length).
+//  - *MatchPlainF32: every fused, gated, 16-bit, strided, in-place or tail
+//    variant equals, bit for bit, the plain f32 kernel on the same target
+//    applied to the f32 pre-activation and rounded once to the dtype. The
+//    drivers add no error of their own, and any lane that is computed wrong,
+//    skipped, or written out of its range shows up.
+// Outputs are poisoned first; guard bytes catch writes past the end.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/convert.hpp"
+#include "kernels_test_support.hpp"
+#include "test_support.hpp"
+
+namespace gelu::testing {
+namespace {
+
+using F = std::vector<float>;
+
+// 0 .. 3 * 16 + 1 (every tail of every target up to 16 lanes), primes, large.
+std::vector<int64_t> sizes() {
+  std::vector<int64_t> s;
+  for (int64_t n = 0; n <= 49; ++n) s.push_back(n);
+  for (int64_t n : {61, 127, 1031, 65537}) s.push_back(n);
+  return s;
+}
+
+F values(const Buffer& b) {
+  F v(b.size());
+  for (int64_t i = 0; i < b.size(); ++i) v[i] = b.get(i);
+  return v;
+}
+
+// The plain f32 kernels over a zero-padded copy, so that every wanted
+// element comes from a full vector.
+F pad(const F& v) {
+  F p(v);
+  p.resize(v.size() + 64 - v.size() % 16, 0.0f);
+  return p;
+}
+F plain_fwd(Approx a, const F& x) {
+  F px = pad(x), y(px.size());
+  cpu::gelu_fwd(a, DType::f32, static_cast<int64_t>(px.size()), px.data(), y.data());
+  y.resize(x.size());
+  return y;
+}
+F plain_bwd(Approx a, const F& dy, const F& x) {
+  F pd = pad(dy), px = pad(x), dx(px.size());
+  cpu::gelu_bwd(a, DType::f32, static_cast<int64_t>(px.size()), pd.data(), px.data(),
+                dx.data());
+  dx.resize(x.size());
+  return dx;
+}
+
+uint32_t round_bits(DType t, float v) {
+  switch (t) {
+    case DType::f32: return f32_bits(v);
+    case DType::bf16: return f32_to_bf16(v);
+    case DType::f16: return f32_to_f16(v);
+  }
+  return 0;
+}
+
+// out[i] == round(want[i]) bit for bit wherever want_at(i) >= 0 names an
+// index into want, and untouched (poison) elsewhere.
+template <class At>
+void expect_bits(const Buffer& out, const F& want, At want_at, const std::string& what) {
+  ASSERT_TRUE(out.guard_intact()) << what << ": wrote past the end";
+  for (int64_t i = 0; i < out.size(); ++i) {
+    const int64_t k = want_at(i);
+    const uint32_t w = k >= 0 ? round_bits(out.dtype(), want[k]) : poison_bits(out.dtype());
+    ASSERT_EQ(out.bits(i), w) << what << ": element " << i
+                              << (k >= 0 ? " (computed)" : " (must stay untouched)");
+  }
+}
+void expect_bits(const Buffer& out, const F& want, const std::string& what) {
+  expect_bits(out, want, [](int64_t i) { return i; }, what);
+}
+
+// Element `i` of a buffer, as the kernels take it.
+void* at(Buffer& b, int64_t i) {
+  return static_cast<char*>(b.data()) + i * static_cast<int64_t>(dtype_size(b.dtype()));
+}
+
+// A copy of b's elements with poisoned guard bytes past the end.
+Buffer clone(const Buffer& b) {
+  Buffer c(b.dtype(), b.shape());
+  c.poison();
+  std::memcpy(c.data(), b.data(), static_cast<size_t>(b.size()) * dtype_size(b.dtype()));
+  return c;
+}
+
+class KernelsOps : public KernelTarget {
+ protected:
+  std::string what(const char* op, Approx a, DType t, int64_t n) const {
+    return std::string(op) + " " + approx_name(a) + " " + dtype_name(t) + " n=" +
+           std::to_string(n) + " on " + cpu::target_name();
+  }
+};
+
+TEST_P(KernelsOps, PlainAccuracy) {
+  for (Approx a : kForms)
+    for (DType t : kDTypes)
+      for (int64_t n : sizes()) {
+        Buffer x(t, {n}), dy(t, {n}), y(t, {n}), dx(t, {n});
+        fill_inputs(x, 100 + n);
+        fill_inputs(dy, 200 + n, 1.0f);
+        y.poison();
+        dx.poison();
+        cpu::gelu_fwd(a, t, n, x.data(), y.data());
+        cpu::gelu_bwd(a, t, n, dy.data(), x.data(), dx.data());
+        check_all(y, [&](int64_t i) { return expect_fwd(a, x.get(i)); }, bound_ulps(t),
+                  what("gelu_fwd", a, t, n));
+        check_all(dx, [&](int64_t i) { return expect_bwd(a, x.get(i), dy.get(i)); },
+                  bound_ulps(t), what("gelu_bwd", a, t, n));
+        if (HasFailure()) return;
+      }
+}
+
+TEST_P(KernelsOps, ElementwiseMatchPlainF32) {
+  for (Approx a : kForms)
+    for (DType t : kDTypes)
+      for (int64_t n : sizes()) {
+        Buffer pa(t, {n}), pb(t, {n}), dy(t, {n}), out(t, {n});
+        fill_inputs(pa, 300 + n);
+        fill_inputs(pb, 400 + n, 1.0f);
+        fill_inputs(dy, 500 + n, 1.0f);
+        const F av = values(pa), bv = values(pb), dv = values(dy);
+        F sum(n);
+        for (int64_t i = 0; i < n; ++i) sum[i] = av[i] + bv[i];
+
+        out.poison();
+        cpu::gelu_fwd(a, t, n, pa.data(), out.data());
+        expect_bits(out, plain_fwd(a, av), what("gelu_fwd", a, t, n));
+        out.poison();
+        cpu::gelu_bwd(a, t, n, dy.data(), pa.data(), out.data());
+        expect_bits(out, plain_bwd(a, dv, av), what("gelu_bwd", a, t, n));
+        out.poison();
+        cpu::add_fwd(a, t, n, pa.data(), pb.data(), out.data());
+        expect_bits(out, plain_fwd(a, sum), what("add_fwd", a, t, n));
+        out.poison();
+        cpu::add_bwd(a, t, n, dy.data(), pa.data(), pb.data(), out.data());
+        expect_bits(out, plain_bwd(a, dv, sum), what("add_bwd", a, t, n));
+
+        // In place: the output is an input's own buffer.
+        Buffer io = clone(pa);
+        cpu::gelu_fwd(a, t, n, io.data(), io.data());
+        expect_bits(io, plain_fwd(a, av), what("gelu_fwd in place", a, t, n));
+        io = clone(dy);
+        cpu::gelu_bwd(a, t, n, io.data(), pa.data(), io.data());
+        expect_bits(io, plain_bwd(a, dv, av), what("gelu_bwd dx=dy", a, t, n));
+        io = clone(pa);
+        cpu::gelu_bwd(a, t, n, dy.data(), io.data(), io.data());
+        expect_bits(io, plain_bwd(a, dv, av), what("gelu_bwd dx=x", a, t, n));
+        io = clone(pb);
+        cpu::add_fwd(a, t, n, pa.data(), io.data(), io.data());
+        expect_bits(io, plain_fwd(a, sum), what("add_fwd y=b", a, t, n));
+        io = clone(dy);
+        cpu::add_bwd(a, t, n, io.data(), pa.data(), pb.data(), io.data());
+        expect_bits(io, plain_bwd(a, dv, sum), what("add_bwd dx=dy", a, t, n));
+        if (HasFailure()) return;
+      }
+}
+
+// A column block [c0, c0 + cols) of `rows` rows `stride` apart, as the op
+// layer's tiling passes it.
+struct Block {
+  int64_t rows, cols, stride, c0;
+};
+const Block kBlocks[] = {{1, 1, 1, 0},    {37, 1, 1, 0},    {5, 3, 3, 0},
+                         {7, 13, 13, 0},  {3, 49, 49, 0},   {2, 1031, 1031, 0},
+                         {4, 16, 16, 0},  {5, 7, 20, 3},    {3, 33, 70, 17},
+                         {0, 5, 5, 0},    {4, 0, 6, 2}};
+
+TEST_P(KernelsOps, RowsMatchPlainF32) {
+  for (Approx a : kForms)
+    for (DType t : kDTypes)
+      for (const Block& k : kBlocks) {
+        const int64_t n = k.rows * k.stride, off = k.c0;
+        auto in_block = [&](int64_t i) {
+          const int64_t j = i % k.stride - k.c0;
+          return j >= 0 && j < k.cols;
+        };
+        auto at_elem = [&](int64_t i) { return in_block(i) ? i : int64_t{-1}; };
+        const std::string w = what("rows", a, t, n) + " block " +
+                              std::to_string(k.rows) + "x" + std::to_string(k.cols) +
+                              "/" + std::to_string(k.stride) + "+" + std::to_string(k.c0);
+        // --- bias: x [rows, stride], bias [stride] ---
+        Buffer x(t, {n}), bias(t, {k.stride}), dy(t, {n}), out(t, {n});
+        fill_inputs(x, 600 + n);
+        fill_inputs(bias, 700 + n, 1.0f);
+        fill_inputs(dy, 800 + n, 1.0f);
+        const F xv = values(x), bv = values(bias), dv = values(dy);
+        F pre(n);
+        for (int64_t i = 0; i < n; ++i) pre[i] = xv[i] + bv[i % k.stride];
+        const F want_y = plain_fwd(a, pre), want_dx = plain_bwd(a, dv, pre);
+
+        out.poison();
+        cpu::bias_fwd(a, t, k.rows, k.cols, k.stride, at(x, off), at(bias, off),
+                      at(out, off));
+        expect_bits(out, want_y, at_elem, "bias_fwd " + w);
+
+        std::vector<double> dbias(k.cols + 1, -1.0), want_db(k.cols, 0.0);
+        for (int64_t r = 0; r < k.rows; ++r)
+          for (int64_t j = 0; j < k.cols; ++j) want_db[j] += want_dx[r * k.stride + off + j];
+        out.poison();
+        cpu::bias_bwd(a, t, k.rows, k.cols, k.stride, at(dy, off), at(x, off),
+                      at(bias, off), at(out, off), dbias.data());
+        expect_bits(out, want_dx, at_elem, "bias_bwd " + w);
+        for (int64_t j = 0; j < k.cols; ++j)
+          ASSERT_EQ(dbias[j], want_db[j]) << "bias_bwd dbias column " << j << " " << w;
+        ASSERT_EQ(dbias[k.cols], -1.0) << "bias_bwd wrote dbias past cols " << w;
+
+        Buffer io = clone(x);  // in place: y = x
+        cpu::bias_fwd(a, t, k.rows, k.cols, k.stride, at(io, off), at(bias, off),
+                      at(io, off));
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(io.bits(i), in_block(i) ? round_bits(t, want_y[i]) : x.bits(i))
+              << "bias_fwd y=x " << w << " element " << i;
+        io = clone(dy);  // dx = dy
+        cpu::bias_bwd(a, t, k.rows, k.cols, k.stride, at(io, off), at(x, off),
+                      at(bias, off), at(io, off), dbias.data());
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(io.bits(i), in_block(i) ? round_bits(t, want_dx[i]) : dy.bits(i))
+              << "bias_bwd dx=dy " << w << " element " << i;
+
+        // --- geglu: x [rows, 2 * stride], gate half `stride` after value ---
+        const int64_t h = k.stride;
+        Buffer gx(t, {2 * n}), gy(t, {n}), gdx(t, {2 * n});
+        fill_inputs(gx, 900 + n);
+        const F gxv = values(gx);
+        F val(n), gate(n), dg(n);
+        for (int64_t r = 0; r < k.rows; ++r)
+          for (int64_t j = 0; j < h; ++j) {
+            val[r * h + j] = gxv[r * 2 * h + j];
+            gate[r * h + j] = gxv[r * 2 * h + h + j];
+            dg[r * h + j] = dv[r * h + j] * gate[r * h + j];
+          }
+        const F gelu_v = plain_fwd(a, val), dval = plain_bwd(a, dg, val);
+        F want_gy(n), want_gdx(2 * n);
+        for (int64_t i = 0; i < n; ++i) {
+          const int64_t r = i / h, j = i % h;
+          want_gy[i] = gelu_v[i] * gate[i];
+          want_gdx[r * 2 * h + j] = dval[i];
+          want_gdx[r * 2 * h + h + j] = dv[i] * gelu_v[i];
+        }
+        gy.poison();
+        cpu::geglu_fwd(a, t, k.rows, k.cols, h, at(gx, off), at(gy, off));
+        expect_bits(gy, want_gy, at_elem, "geglu_fwd " + w);
+        auto at_g = [&](int64_t i) { return in_block(i % (2 * h) % h + i / (2 * h) * h) ? i : int64_t{-1}; };
+        gdx.poison();
+        cpu::geglu_bwd(a, t, k.rows, k.cols, h, at(dy, off), at(gx, off), at(gdx, off));
+        expect_bits(gdx, want_gdx, at_g, "geglu_bwd " + w);
+        Buffer gio = clone(gx);  // in place: dx = x
+        cpu::geglu_bwd(a, t, k.rows, k.cols, h, at(dy, off), at(gio, off), at(gio, off));
+        for (int64_t i = 0; i < 2 * n; ++i)
+          ASSERT_EQ(gio.bits(i), at_g(i) >= 0 ? round_bits(t, want_gdx[i]) : gx.bits(i))
+              << "geglu_bwd dx=x " << w << " element " << i;
+        if (HasFailure()) return;
+      }
+}
+
+GELU_INSTANTIATE_PER_TARGET(KernelsOps);
+
+}  // namespace
+}  // namespace gelu::testing
