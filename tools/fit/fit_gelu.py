@@ -20,8 +20,9 @@ Functions (t = |x|, x < 0 side; the x > 0 side follows by symmetry):
   where s is the form's gate (Phi, sigmoid(2u), sigmoid(1.702 x)); V fitted
   for relative error, G for error relative to s(-t) + t s'(t) (the contract's
   scale for the backward).
-  Exp: e^r - 1 = r + r^2 P(r), |r| <= ln2/2, relative error of e^r - 1.
-  Erf tail, t in [3.875, 14.75]: t R(t) = 1 + w P(w), w = 1/t^2, R = Phi(-t) /
+  Exp: e^r - 1 = r + r^2 P(r), |r| <= ln2/2, relative error of e^r - 1;
+  degree 6 for the erf tail (speed: tail-only inputs), 7 for the others.
+  Erf tail, t in [3.875, 14.75]: t R(t) = 1 + w P(w), P of degree 5, w = 1/t^2, R = Phi(-t) /
   phi(t) the Mills ratio; absolute error of 1 + w P(w).
 """
 import math
@@ -136,16 +137,16 @@ def fit_core(form, kind):
     return rows, worst / 2 ** -24
 
 
-def fit_exp():
+def fit_exp(deg):
     r = nodes(-math.log(2) / 2 * 1.01, math.log(2) / 2 * 1.01)
     r = r[np.abs(r) > 1e-6]
     y = np.expm1(r)
-    co = fit_rounded(r, y, np.abs(y), range(2, 8), {1: 1.0})
+    co = fit_rounded(r, y, np.abs(y), range(2, deg + 1), {1: 1.0})
     approx = sum(v * r ** p for p, v in co.items())
-    return [co[p] for p in range(2, 8)], (np.abs(approx - y) / np.abs(y)).max()
+    return [co[p] for p in range(2, deg + 1)], (np.abs(approx - y) / np.abs(y)).max()
 
 
-def fit_erf_tail(deg=7):
+def fit_erf_tail(deg=6):
     t = nodes(T_TAIL * 0.999, ERF_TMAX)
     w = 1.0 / (t * t)
     # t R(t) - 1 with R = Q / phi = sqrt(pi/2) erfcx(t / sqrt2), computed from
@@ -200,10 +201,12 @@ def main():
             print('};')
     for name, (hi, lo) in constants():
         print('static constexpr float %s[2] = {%s, %s};' % (name, fmt(hi), fmt(lo)))
-    co, err = fit_exp()
-    print('// kExpPoly: e^r - 1 = r + r^2 P(r), max relative error %.3g (2^%.1f)'
-          % (err, math.log2(err)))
-    print('static constexpr float kExpPoly[6] = {' + ', '.join(fmt(v) for v in co) + '};')
+    for deg in (6, 7):
+        co, err = fit_exp(deg)
+        print('// kExpPoly%d: e^r - 1 = r + r^2 P(r), degree %d, max relative error'
+              ' %.3g (2^%.1f)' % (deg, deg, err, math.log2(err)))
+        print('static constexpr float kExpPoly%d[%d] = {' % (deg, deg - 1) +
+              ', '.join(fmt(v) for v in co) + '};')
     co, err = fit_erf_tail()
     print('// kErfTail: t R(t) = 1 + w P(w), max absolute error %.3g (2^%.1f)'
           % (err, math.log2(err)))
