@@ -73,7 +73,9 @@ std::vector<std::string> timing_rules(const Settings& s) {
       "taking at least 256 KiB (smaller copies stay on one thread).",
       "Each figure is the median of its rounds, with the min-max spread: " +
           span(small) + " rounds up to 256K elements, " + span(mid) + " at 4M, " +
-          span(big) + " beyond (rounds stop at a time budget once the minimum is met).",
+          span(big) + " beyond (rounds stop at a time budget once the minimum is met); "
+          "a case where one call of any contender takes over 0.5 s is timed in one round "
+          "(see the JSON's rounds).",
       "Threads: every row states its thread count and every contender uses that "
       "count (ours: Options::num_threads; oneDNN: omp_set_num_threads; PyTorch: "
       "torch.set_num_threads; the copy: as many OpenMP threads). Threads are "

@@ -1,5 +1,6 @@
 #include "report_machine.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
@@ -30,6 +31,13 @@ std::string kib(int64_t bytes) {
 std::vector<std::pair<std::string, std::string>> machine_facts() {
   const auto& m = core::this_machine();
   const char* bind = std::getenv("OMP_PROC_BIND");
+  // Other processes competing for the cores distort multi-thread rows most
+  // (a fork/join waits for a busy core): say how loaded the machine was.
+  double load = 0;
+  std::ifstream("/proc/loadavg") >> load;
+  char load_text[128];
+  std::snprintf(load_text, sizeof load_text, "%.2f at start%s", load,
+                load > 0.5 * m.cores ? " (busy: other processes compete, multi-thread rows suffer most)" : "");
   return {
       {"CPU", cpu_model()},
       {"SIMD target (chosen at run time)", gelu::simd_target()},
@@ -38,6 +46,7 @@ std::vector<std::pair<std::string, std::string>> machine_facts() {
       {"cores (OpenMP)", std::to_string(m.cores)},
       {"library default threads", std::to_string(gelu::default_num_threads())},
       {"OMP_PROC_BIND", bind ? bind : "unset (threads not bound to cores)"},
+      {"load average (1 min)", load_text},
       {"compiler", __VERSION__},
   };
 }

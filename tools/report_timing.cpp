@@ -38,15 +38,21 @@ std::vector<Stat> time_interleaved(const std::vector<std::function<void()>>& fns
                                    const TimingPolicy& p) {
   const size_t k = fns.size();
   std::vector<int> reps(k, 1);
+  double slowest = 0;
   for (size_t i = 0; i < k; ++i) {
-    fns[i]();  // warm-up: code, pages, caches
-    const double once = std::max(1.0, sample(fns[i], 1));
+    // Warm-up (code, pages, caches); a long call is its own warm-up before
+    // the calibrating one.
+    const double first = sample(fns[i], 1);
+    if (first < 20e6) fns[i]();
+    const double once = std::max(1.0, first < 20e6 ? sample(fns[i], 1) : first);
+    slowest = std::max(slowest, once);
     reps[i] = static_cast<int>(
         std::clamp(std::ceil(p.min_sample_ns / once), 1.0, 1e6));
   }
   std::vector<std::vector<double>> samples(k);
   const double start = now_ns();
-  for (int round = 0; round < p.max_rounds; ++round) {
+  const int max_rounds = slowest > kSlowCallNs ? 1 : p.max_rounds;
+  for (int round = 0; round < max_rounds; ++round) {
     if (round >= p.min_rounds && now_ns() - start > p.budget_ns) break;
     for (size_t i = 0; i < k; ++i) samples[i].push_back(sample(fns[i], reps[i]));
   }

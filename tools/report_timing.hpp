@@ -18,6 +18,10 @@ struct TimingPolicy {
   double budget_ns = 300e6;  // stop adding rounds past this (after min_rounds)
 };
 
+// A contender whose single call takes longer than this is timed in one
+// round (so are the others of its case): keeps the default run bounded.
+inline constexpr double kSlowCallNs = 0.5e9;
+
 // Warms every contender up, calibrates its repetitions, then runs rounds.
 // Returns one Stat per contender in nanoseconds per call.
 std::vector<Stat> time_interleaved(const std::vector<std::function<void()>>& fns,
