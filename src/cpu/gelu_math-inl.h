@@ -25,6 +25,10 @@
 //
 // Measured errors (tests/gelu_math_test.cpp, every target, 2^24 evenly
 // spread bit patterns plus dense tail sweeps; see each struct's doc block).
+// Speed (tools/fit/bench_gelu_math.cpp, AVX-512 Zen 5, 1 thread, 256K f32):
+// Value ~0.146 ns/element on N(0,1) inputs for every form (oneDNN 2.6
+// gelu_erf: 0.33, same run); tail-only inputs U[-14,-4]: erf 0.30, quick
+// 0.29, tanh 0.43 (its double-float 2u costs most).
 //
 // For callers: gelu' is subnormal deep in the negative tail. Multiply it by
 // dy with an FMA (hn::MulAdd(dy, grad, -0.0f)), not hn::Mul: Zen 5 takes a
