@@ -89,7 +89,7 @@ def run(args, threads):
           f"approximate={args.approximate!r}  ({gelu_fusion.simd_target()})")
     every = max(1, args.steps // 10)
     print("step   loss nn.GELU    loss gelu_fusion   rel.diff")
-    for i in list(range(0, args.steps, every)) + [args.steps - 1]:
+    for i in sorted(set(range(0, args.steps, every)) | {args.steps - 1}):
         a, b = losses["nn.GELU"][i], losses["gelu_fusion"][i]
         print(f"{i:4d}   {a:13.7f}   {b:16.7f}   {abs(a - b) / abs(a):.1e}")
     skip = min(args.warmup, args.steps - 1)

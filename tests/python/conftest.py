@@ -103,6 +103,12 @@ def assert_close(got, exact, scale, dtype, bound, what):
     fin = torch.isfinite(exact)
     assert bool((g[~fin & ~torch.isnan(exact)] == exact[~fin & ~torch.isnan(exact)]).all()), \
         f"{what}: infinity mismatch"
-    err = (g - exact).abs()[fin] / ulp(dtype, scale)[fin]
-    worst = float(err.max()) if err.numel() else 0.0
-    assert worst <= bound, f"{what}: worst error {worst:.3f} ulp > {bound}"
+    err = ((g - exact).abs() / ulp(dtype, scale)).where(fin, torch.zeros_like(g))
+    if err.numel() == 0:
+        return
+    i = int(err.reshape(-1).argmax())
+    worst = float(err.reshape(-1)[i])
+    assert worst <= bound, (
+        f"{what}: worst error {worst:.3f} ulp > {bound} at flat index {i}: "
+        f"got {float(g.reshape(-1)[i])!r}, exact {float(exact.reshape(-1)[i])!r}, "
+        f"scale {float(scale.reshape(-1)[i])!r}")

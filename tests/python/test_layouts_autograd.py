@@ -175,3 +175,22 @@ def test_zero_size(dtype):
     assert torch.equal(b.grad, torch.zeros(3, dtype=dtype))  # written, not NaN
     y = gelu_fusion.geglu(torch.empty((0, 4), dtype=dtype))
     assert y.shape == (0, 2)
+
+
+def test_input_modified_in_place_is_caught():
+    """The saved input is checked by version, as PyTorch's own ops do."""
+    x = inputs((4, 6), torch.float32).requires_grad_()
+    h = x * 1.0
+    y = gelu_fusion.gelu(h)
+    h.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_grad_fn_names():
+    x = inputs((2, 4), torch.float32).requires_grad_()
+    b = torch.zeros(4, requires_grad=True)
+    assert gelu_fusion.gelu(x).grad_fn.name() == "GeluFusionBackward"
+    assert gelu_fusion.bias_gelu(x, b).grad_fn.name() == "BiasGeluFusionBackward"
+    assert gelu_fusion.add_gelu(x, x).grad_fn.name() == "AddGeluFusionBackward"
+    assert gelu_fusion.geglu(x).grad_fn.name() == "GegluFusionBackward"

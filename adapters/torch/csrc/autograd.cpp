@@ -6,17 +6,17 @@
 // The device is checked here first: the Autograd key runs before any
 // backend's kernel, so a tensor on another device gets our message instead
 // of the dispatcher's "could not run ... with arguments from the X backend".
-#include <torch/autograd.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/utils.h>
 #include <torch/csrc/autograd/saved_variable.h>
-#include <torch/csrc/autograd/autograd_not_implemented_fallback.h>
 #include <torch/library.h>
-
-#include <ATen/core/dispatch/Dispatcher.h>
 
 #include <array>
 #include <string>
+#include <tuple>
 
 #include "common.hpp"
 
@@ -26,7 +26,6 @@ namespace {
 using at::Tensor;
 using c10::string_view;
 using torch::autograd::variable_list;
-
 
 // The typed handle of each op, looked up once.
 #define GELU_TORCH_OP(fn, name, Sig)                                       \

@@ -6,8 +6,10 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "gelu/gelu.hpp"
 
