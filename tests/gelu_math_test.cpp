@@ -129,10 +129,10 @@ bool SameBits(float a, float b) {
   return mt::ToBits(a) == mt::ToBits(b) || (std::isnan(a) && std::isnan(b));
 }
 
-// Runs Math over in[0, n) (n a multiple of the lane count) and scores it.
-template <class Math>
-void Score(Approx form, const float* in, size_t n, Result& res) {
-  const hn::ScalableTag<float> d;
+// Runs Math over in[0, n) (n a multiple of 16) with descriptor d and
+// scores it.
+template <class Math, class D>
+void Score(D d, Approx form, const float* in, size_t n, Result& res) {
   const size_t lanes = hn::Lanes(d);
   constexpr size_t kChunk = 4096;
   std::vector<float> v(kChunk), g(kChunk), v2(kChunk), g2(kChunk);
@@ -142,7 +142,7 @@ void Score(Approx form, const float* in, size_t n, Result& res) {
       const auto x = hn::LoadU(d, in + base + i);
       hn::StoreU(Math::Value(d, x), d, v.data() + i);
       hn::StoreU(Math::Grad(d, x), d, g.data() + i);
-      hn::Vec<decltype(d)> vv, gg;
+      hn::Vec<D> vv, gg;
       Math::ValueAndGrad(d, x, vv, gg);
       hn::StoreU(vv, d, v2.data() + i);
       hn::StoreU(gg, d, g2.data() + i);
@@ -165,7 +165,6 @@ void Score(Approx form, const float* in, size_t n, Result& res) {
 template <class Math>
 void CheckForm(Approx form) {
   const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
   // Evenly spread bit patterns: 2^24 on the best target, 2^22 elsewhere.
   const bool best = HWY_TARGET == mt::BestTarget();
   const int log2n = best ? 24 : 22;
@@ -183,10 +182,15 @@ void CheckForm(Approx form) {
   std::vector<float> mixed = dense;
   std::shuffle(mixed.begin(), mixed.end(), std::mt19937(12345));
   in.insert(in.end(), mixed.begin(), mixed.end());
-  while (in.size() % lanes) in.push_back(0.0f);
+  while (in.size() % 16) in.push_back(0.0f);
 
   Result res;
-  Score<Math>(form, in.data(), in.size(), res);
+  Score<Math>(d, form, in.data(), in.size(), res);
+  // Partial vectors (a caller may use them) take the gather path: the dense
+  // and mixed inputs again through a 4-lane (or narrower) descriptor.
+  const hn::CappedTag<float, 4> d4;
+  Score<Math>(d4, form, in.data() + in.size() - 2 * dense.size(),
+              2 * dense.size() & ~size_t{15}, res);
   std::printf("[ gelu_math ] %-6s %-5s value %.3f ulp (x=%a), grad %.3f ulp "
               "(x=%a), %zu inputs\n",
               hwy::TargetName(HWY_TARGET), mt::FormName(form), res.value.ulp,
