@@ -12,18 +12,26 @@
 namespace gelu::core {
 namespace {
 
-// Below this many elements per thread a second thread does not pay for its
-// start (an OpenMP fork/join costs ~3 us here; the kernels stream a few
-// elements per ns). Revisit with `make bench` when the kernels change.
-constexpr int64_t kMinElementsPerThread = 64 * 1024;
-
 int64_t cache_or(long value, int64_t fallback) {
   return value > 0 ? static_cast<int64_t>(value) : fallback;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+// Column blocks shorter than a row are multiples of this many elements
+// (a cache line of f32, and every target's vector length divides it).
+constexpr int64_t kColAlign = 64;
+
+int64_t align_down(int64_t v) { return std::max(kColAlign, v / kColAlign * kColAlign); }
 
 }  // namespace
+
+// kMinElementsPerThread (plan.hpp): an OpenMP fork/join costs ~3 us on the
+// 2-core development machine (AMD EPYC Zen 5, AVX-512) and the f32 kernels
+// run at ~0.1-0.2 ns/element in cache, so a thread needs tens of thousands
+// of elements to win its start back; `gelu_bench --benchmark_filter=threads`
+// (bench/kernels_bench.cpp) compares 1 and 2 threads through the public API
+// side by side.
 
 const Machine& this_machine() {
   static const Machine m = [] {
@@ -44,22 +52,46 @@ const Machine& this_machine() {
 Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
                const Machine& machine, int requested_threads) {
   Plan p{};
-  const int64_t total = rows * cols;
-  const int64_t want = requested_threads > 0 ? requested_threads : machine.cores;
-  const int64_t useful = std::max<int64_t>(1, total / kMinElementsPerThread);
-  p.threads = static_cast<int>(std::clamp<int64_t>(want, 1, useful));
+  rows = std::max<int64_t>(rows, 0);
+  cols = std::max<int64_t>(cols, 0);
 
   // A task's working set (all its streams) should sit in half of L2, so that
   // a task's tensors stay cached between its loads and stores.
   const int64_t bytes_per_elem =
       static_cast<int64_t>(dtype_size(dtype)) * std::max(1, streams);
-  const int64_t tile = std::max<int64_t>(
-      1024, (machine.l2_bytes / 2) / bytes_per_elem / 64 * 64);
+  const int64_t tile = align_down(std::max<int64_t>(
+      1024, (std::max<int64_t>(machine.l2_bytes, 1 << 16) / 2) / bytes_per_elem));
 
-  p.col_block = cols <= tile ? std::max<int64_t>(cols, 1) : tile;
-  p.row_block = std::max<int64_t>(1, tile / p.col_block);
+  if (rows <= 1) {
+    p.col_block = std::clamp<int64_t>(cols, 1, tile);
+    p.row_block = 1;
+  } else {
+    // Row ops: a block's slice of the per-column streams (bias, and the
+    // double dbias sums) stays in half of L1.
+    const int64_t col_cap = align_down(std::max<int64_t>(machine.l1d_bytes, 4096) / 16);
+    p.col_block = cols <= col_cap ? std::max<int64_t>(cols, 1) : col_cap;
+    p.row_block = std::max<int64_t>(1, tile / p.col_block);
+    // Bound the number of row blocks (the op layer keeps one row of dbias
+    // partial sums per row block).
+    const int64_t min_rb = ceil_div(rows, kMaxRowTasks);
+    if (p.row_block < min_rb) {
+      // More rows per block: narrower columns keep the tile in L2.
+      p.row_block = min_rb;
+      if (p.col_block < cols || p.row_block * p.col_block > tile)
+        p.col_block = std::min(p.col_block, align_down(tile / p.row_block));
+    }
+  }
+  p.row_block = std::min(p.row_block, std::max<int64_t>(rows, 1));
   p.row_tasks = rows > 0 ? ceil_div(rows, p.row_block) : 0;
   p.col_tasks = cols > 0 ? ceil_div(cols, p.col_block) : 0;
+
+  // Threads: as requested (or every core), but no more than the tasks and
+  // not below kMinElementsPerThread each; small calls stay on the caller.
+  const int64_t total = rows > 0 && cols > 0 ? rows * cols : 0;
+  const int64_t want = requested_threads > 0 ? requested_threads : machine.cores;
+  const int64_t useful = std::max<int64_t>(1, total / kMinElementsPerThread);
+  p.threads = static_cast<int>(
+      std::clamp<int64_t>(std::min({want, useful, p.tasks()}), 1, 1 << 16));
   return p;
 }
 
@@ -68,6 +100,13 @@ std::string describe_plan(const Plan& p) {
   s << "threads=" << p.threads << " row_block=" << p.row_block
     << " col_block=" << p.col_block << " tasks=" << p.tasks() << " ("
     << p.row_tasks << " x " << p.col_tasks << ")";
+  return s.str();
+}
+
+std::string describe_machine(const Machine& m) {
+  std::ostringstream s;
+  s << "L1d=" << (m.l1d_bytes >> 10) << "K L2=" << (m.l2_bytes >> 10)
+    << "K L3=" << (m.l3_bytes >> 10) << "K cores=" << m.cores;
   return s.str();
 }
 

@@ -1,6 +1,7 @@
 // The tiling plan: a pure function from (op shape, dtype, machine, requested
 // threads) to how the op layer splits the work. Pure so that it can be unit
-// tested for any machine and any size (above 2^32 too) without allocating.
+// tested for any machine and any size (above 2^32 too) without allocating
+// (tests/plan_test.cpp); `gelu-fusion plan` prints it.
 #pragma once
 
 #include <cstdint>
@@ -29,13 +30,22 @@ struct Plan {
   int64_t tasks() const { return row_tasks * col_tasks; }
 };
 
+// Below this many elements per thread a second thread does not pay for its
+// start; see plan.cpp for the measurement behind it.
+inline constexpr int64_t kMinElementsPerThread = 64 * 1024;
+// Row blocks never exceed this count, so the op layer's per-row-block dbias
+// partial sums stay at most kMaxRowTasks * cols doubles.
+inline constexpr int64_t kMaxRowTasks = 64;
+
 // Element-wise ops over n elements are planned as rows = 1, cols = n.
 // `streams` is the number of tensors the kernel reads or writes per element
-// (gelu 2, gelu_backward 3, ...). row_block never depends on the thread
-// count, so a reduction over row blocks (dbias) is the same for any threads.
+// (gelu 2, gelu_backward 3, ...). row_block and col_block never depend on
+// the thread count, so a reduction over row blocks (dbias) is the same for
+// any threads.
 Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
                const Machine& machine, int requested_threads);
 
 std::string describe_plan(const Plan& plan);
+std::string describe_machine(const Machine& machine);
 
 }  // namespace gelu::core
