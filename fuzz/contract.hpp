@@ -1,0 +1,136 @@
+// The accuracy contract as the fuzzer checks it, written from the public
+// header and issue 7's statement of it (not from the kernels):
+//
+//   forward, f32:      |err| <= 2 ulp(exact)      (fused ops: on fl(x + b))
+//   backward, f32:     |err| <= 2 ulp(|dy| * (|t1| + |t2|)) + 0.5 ulp(exact)
+//                      (the ulp never below |dy| * 2^-149: README's floor
+//                      for a subnormal f32 gelu'(x))
+//   bf16 / f16:        the f32 error above, plus 1 ulp of the format
+//   geglu:             one more rounding for the product
+//   dbias:             |err| <= 2^-20 * sum |dy| (|t1| + |t2|) + 0.5 ulp
+//
+// The correctly rounded result is always accepted (covers overflow to inf).
+// Where the contract says nothing (a product of an infinite factor, or an
+// intermediate product past FLT_MAX) the value is not checked; the call must
+// still not crash or write out of bounds.
+#pragma once
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "core/convert.hpp"
+#include "gelu/gelu.hpp"
+#include "ref/gelu_ref.hpp"
+#include "ref/ulp.hpp"
+
+namespace gelu::fuzz {
+
+inline float load(DType t, const void* p, int64_t i) {
+  switch (t) {
+    case DType::f32: {
+      float f;
+      std::memcpy(&f, static_cast<const char*>(p) + 4 * i, 4);
+      return f;
+    }
+    case DType::bf16:
+    case DType::f16: {
+      uint16_t h;
+      std::memcpy(&h, static_cast<const char*>(p) + 2 * i, 2);
+      return t == DType::bf16 ? bf16_to_f32(h) : f16_to_f32(h);
+    }
+  }
+  return 0.0f;
+}
+
+// The value `v` takes once stored in dtype t (through f32, as the kernels do).
+inline float stored(DType t, double v) {
+  const float f = static_cast<float>(v);
+  switch (t) {
+    case DType::f32: return f;
+    case DType::bf16: return bf16_to_f32(f32_to_bf16(f));
+    case DType::f16: return f16_to_f32(f32_to_f16(f));
+  }
+  return f;
+}
+
+inline double u32(double v) { return ref::ulp_of(DType::f32, v); }
+
+// The unit of a backward's error: ulp(scale), but never below |factor| *
+// 2^-149 where factor multiplies an f32 intermediate (gelu'(x)) that may be
+// subnormal (README, accuracy contract).
+inline double unit(double scale, double factor) {
+  return std::fmax(u32(scale), std::fabs(factor) * 0x1p-149);
+}
+
+// True when `got` (stored in dtype t) meets the contract for `exact`, given
+// the f32 computation's allowed error `f32_err` (rounding to f32 included).
+inline bool within(DType t, float got, double exact, double f32_err) {
+  if (std::isnan(exact) || std::isnan(got))
+    return std::isnan(exact) && std::isnan(got);
+  if (got == stored(t, exact)) return true;
+  if (!std::isfinite(got) || !std::isfinite(exact)) return false;
+  const double tol = f32_err + (t == DType::f32 ? 0.0 : ref::ulp_of(t, exact));
+  return std::fabs(double(got) - exact) <= tol;
+}
+
+// One element of every op's contract. Each returns true when `got` is
+// acceptable (or the contract does not constrain it).
+inline bool fwd_ok(Approx a, DType t, float s, float got) {
+  const double e = ref::gelu_fwd(a, s);
+  return within(t, got, e, 2 * u32(e));
+}
+
+// dx = dy * gelu'(s)
+inline bool bwd_ok(Approx a, DType t, float dy, float s, float got) {
+  if (!std::isfinite(dy)) return true;
+  const ref::GradTerms g = ref::gelu_bwd_terms(a, s);
+  const double e = double(dy) * (g.t1 + g.t2);
+  const double scale = std::fabs(double(dy)) * (std::fabs(g.t1) + std::fabs(g.t2));
+  return within(t, got, e, 2 * unit(scale, dy) + 0.5 * u32(e));
+}
+
+// y = gelu(a) * g
+inline bool geglu_fwd_ok(Approx f, DType t, float a, float g, float got) {
+  if (!std::isfinite(g)) return true;
+  const double ga = ref::gelu_fwd(f, a);
+  const double e = ga * g;
+  return within(t, got, e, 2 * u32(ga) * std::fabs(double(g)) + 0.5 * u32(e));
+}
+
+// da = dy * g * gelu'(a)
+inline bool geglu_bwd_a_ok(Approx f, DType t, float dy, float a, float g,
+                           float got) {
+  if (!std::isfinite(dy) || !std::isfinite(g)) return true;
+  const ref::GradTerms gt = ref::gelu_bwd_terms(f, a);
+  const double d = gt.t1 + gt.t2;
+  const double dyg = double(dy) * g;
+  if (std::fabs(dyg) > FLT_MAX || std::fabs(dy * d) > FLT_MAX ||
+      std::fabs(g * d) > FLT_MAX)
+    return true;  // an intermediate f32 product may overflow: unconstrained
+  const double e = dyg * d;
+  const double scale = std::fabs(dyg) * (std::fabs(gt.t1) + std::fabs(gt.t2));
+  return within(t, got, e, 2 * unit(scale, dyg) + 1.0 * u32(e));
+}
+
+// dg = dy * gelu(a)
+inline bool geglu_bwd_g_ok(Approx f, DType t, float dy, float a, float got) {
+  if (!std::isfinite(dy)) return true;
+  const double ga = ref::gelu_fwd(f, a);
+  const double e = double(dy) * ga;
+  return within(t, got, e, 2 * u32(ga) * std::fabs(double(dy)) + 0.5 * u32(e));
+}
+
+// dbias[j]: `exact` = sum of dy * gelu'(s) over the rows in double, `scale`
+// = sum of |dy| (|t1| + |t2|); `finite` = every f32 dx was finite.
+inline bool dbias_ok(DType t, float got, double exact, double scale,
+                     bool finite) {
+  if (!finite || !(scale <= FLT_MAX)) return true;
+  if (std::isnan(got)) return false;
+  if (got == stored(t, exact)) return true;
+  const double tol = std::ldexp(scale, -20) + 0.5 * ref::ulp_of(t, exact);
+  return std::fabs(double(got) - exact) <= tol;
+}
+
+}  // namespace gelu::fuzz

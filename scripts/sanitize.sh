@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Sanitizer and fuzzer runs (issue 7). Each mode builds in its own directory
+# so that it never disturbs the plain build.
+#
+#   scripts/sanitize.sh asan        unit tests under AddressSanitizer + UBSan
+#                                   (g++, libgomp; build-asan)
+#   scripts/sanitize.sh tsan        the threaded tests under ThreadSanitizer
+#                                   (clang + LLVM libomp with its Archer tool,
+#                                   which tells TSan about OpenMP's
+#                                   synchronization; build-tsan)
+#   scripts/sanitize.sh fuzz SECS   the API fuzzer for SECS seconds (clang,
+#                                   libFuzzer + ASan + UBSan; build-fuzz);
+#                                   fails on any finding
+#
+# Environment: JOBS (build parallelism, default 2); ASAN_EXCLUDE (a ctest -E
+# regex of tests too slow under ASan: the exhaustive sweeps, which the plain
+# build runs anyway); TSAN_TESTS (ctest -R regex of the threaded tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+JOBS=${JOBS:-2}
+ASAN_EXCLUDE=${ASAN_EXCLUDE:-Sweep|Exhaustive|AllBits|Mpfr}
+TSAN_TESTS=${TSAN_TESTS:-Reliability|Concurren|Thread|Determinis}
+mode=${1:?usage: scripts/sanitize.sh asan|tsan|fuzz [seconds]}
+
+configure() {  # dir, extra cmake args...
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -G Ninja -DGELU_WITH_TORCH=OFF -DGELU_WITH_TOOLS=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+}
+
+case "$mode" in
+  asan)
+    flags='-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer'
+    configure build-asan -DCMAKE_CXX_COMPILER=g++ "-DCMAKE_CXX_FLAGS=$flags" \
+      "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"
+    cmake --build build-asan -j "$JOBS"
+    # detect_leaks: libgomp's thread pool lives until exit by design.
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      ctest --test-dir build-asan --output-on-failure -j "$JOBS" \
+      -E "$ASAN_EXCLUDE"
+    ;;
+  tsan)
+    flags='-fsanitize=thread -fno-omit-frame-pointer'
+    configure build-tsan -DCMAKE_CXX_COMPILER=clang++ "-DCMAKE_CXX_FLAGS=$flags" \
+      "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread"
+    cmake --build build-tsan -j "$JOBS"
+    # libomp itself is not instrumented; Archer (libarcher.so, LLVM's OMPT
+    # tool for TSan) reports OpenMP's barriers and task edges to TSan, so
+    # no suppression file is needed.
+    archer=$(ls /usr/lib/llvm-*/lib/libarcher.so 2>/dev/null | head -n 1)
+    [ -n "$archer" ] || { echo "sanitize.sh: libarcher.so not found (libomp-dev)" >&2; exit 1; }
+    OMP_TOOL_LIBRARIES=$archer ARCHER_OPTIONS=verbose=0 \
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+      ctest --test-dir build-tsan --output-on-failure -R "$TSAN_TESTS" \
+      --no-tests=error
+    ;;
+  fuzz)
+    secs=${2:-60}
+    flags='-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer'
+    configure build-fuzz -DCMAKE_CXX_COMPILER=clang++ \
+      "-DCMAKE_CXX_FLAGS=$flags -fsanitize=fuzzer-no-link"
+    cmake --build build-fuzz -j "$JOBS" --target gelu_fusion
+    clang++ -std=c++20 -O1 -g $flags -fsanitize=fuzzer -fopenmp \
+      -Iinclude -Isrc -I. fuzz/fuzz_api.cpp build-fuzz/libgelu_fusion.a \
+      $(pkg-config --libs libhwy 2>/dev/null || echo -lhwy) \
+      -o build-fuzz/fuzz_api
+    mkdir -p build-fuzz/corpus
+    # New inputs go to build-fuzz/corpus; fuzz/corpus is the committed seed.
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+      build-fuzz/fuzz_api -max_total_time="$secs" -timeout=20 -max_len=4096 \
+      -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=build-fuzz/ \
+      build-fuzz/corpus fuzz/corpus
+    ;;
+  *)
+    echo "usage: scripts/sanitize.sh asan|tsan|fuzz [seconds]" >&2
+    exit 2
+    ;;
+esac
