@@ -7,7 +7,7 @@ of each step spent in GELU-related ops (torch.profiler).
     PYTHONPATH=build/python /usr/bin/python3 examples/train_mlp.py
     # the benchmark: batch 4096, 1024 -> 4096 -> 1024, 1 and 2 threads
     PYTHONPATH=build/python /usr/bin/python3 examples/train_mlp.py \\
-        --batch 4096 --dim 1024 --hidden 4096 --threads 1 2 --profile
+        --batch 4096 --dim 1024 --hidden 4096 --threads 1 2 --profile --overhead
 
 Both models start from the same weights and see the same batches; their
 steps are interleaved (one of each per round) so that both meet the same
@@ -50,11 +50,13 @@ def gelu_share(step, batches):
         for x, t in batches:
             step(x, t)
     total = gelu = 0.0
+    counted = []
     for e in prof.key_averages():
         total += e.self_cpu_time_total
         if "gelu" in e.key.lower():
             gelu += e.self_cpu_time_total
-    return gelu / total if total else 0.0, total / len(batches)
+            counted.append(f"{e.key} {e.self_cpu_time_total / 1e3 / len(batches):.1f} ms")
+    return gelu / total if total else 0.0, total / len(batches), counted
 
 
 def run(args, threads):
@@ -100,14 +102,22 @@ def run(args, threads):
           f"{med['gelu_fusion'] / med['nn.GELU']:.3f}")
 
     if args.profile:
-        batches = [batch() for _ in range(args.profile_steps)]
-        for k in steps:
-            steps[k](*batches[0])  # warm
-        share = {k: gelu_share(steps[k], batches) for k in steps}
-        for k, (s, per_step) in share.items():
+        # One profiled step of each model per round, interleaved; the
+        # median share over the rounds.
+        share = {k: [] for k in steps}
+        for _ in range(args.profile_rounds):
+            b = [batch()]
+            for k in steps:
+                share[k].append(gelu_share(steps[k], b))
+        med_share = {}
+        for k, runs in share.items():
+            runs.sort(key=lambda r: r[0])
+            s, per_step, counted = runs[len(runs) // 2]
+            med_share[k] = s
             print(f"GELU-related share of the step, {k:12s} {s * 100:6.2f} %"
-                  f"   (profiled step {per_step / 1e3:.2f} ms)")
-        before, after = share["nn.GELU"][0], share["gelu_fusion"][0]
+                  f"   (median of {len(runs)}; that step {per_step / 1e3:.2f} ms: "
+                  f"{', '.join(counted)})")
+        before, after = med_share["nn.GELU"], med_share["gelu_fusion"]
         print(f"share drop: {before / after if after else float('inf'):.2f}x")
 
 
@@ -146,7 +156,7 @@ def main():
     p.add_argument("--threads", type=int, nargs="+", default=[1])
     p.add_argument("--profile", action="store_true",
                    help="also measure the GELU-related share with torch.profiler")
-    p.add_argument("--profile-steps", type=int, default=5)
+    p.add_argument("--profile-rounds", type=int, default=5)
     p.add_argument("--overhead", action="store_true",
                    help="also measure per-call time on a 1-element tensor")
     args = p.parse_args()

@@ -136,3 +136,13 @@ def test_patch_top_level_and_repr():
     scripted = torch.jit.script(seq)
     x = inputs((3, 4), torch.float32)
     assert torch.equal(scripted(x), seq(x))
+
+
+def test_torch_jit_trace():
+    seq = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 2))
+    gelu_fusion.patch(seq, fuse_bias=True)
+    x = inputs((3, 4), torch.float32)
+    traced = torch.jit.trace(seq, x)
+    assert "gelu_fusion::bias_gelu" in str(traced.inlined_graph)
+    y = inputs((5, 4), torch.float32, seed=1)
+    assert torch.equal(traced(y), seq(y))
