@@ -39,6 +39,8 @@ def run(rank, world, port, out_dir, steps):
     torch.set_num_threads(1)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(port)
+    # Gloo over the loopback interface: no hostname lookup, no network.
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         ref_losses, ref_params = train(mlp(nn.GELU()), rank, steps)
