@@ -59,6 +59,8 @@ void check_plan(int64_t rows, int64_t cols, const Plan& p, int want_threads,
   ASSERT_EQ(i128(p.row_tasks), (i128(rows) + p.row_block - 1) / p.row_block);
   ASSERT_EQ(i128(p.col_tasks), (i128(cols) + p.col_block - 1) / p.col_block);
   ASSERT_EQ(i128(p.tasks()), i128(p.row_tasks) * p.col_tasks);
+  // bias_gelu_backward keeps row_tasks * cols partial sums of dbias.
+  ASSERT_LE(p.row_tasks, gelu::core::kMaxRowTasks);
   auto task = [&](int64_t t, i128& elems) {
     const int64_t r = t / p.col_tasks, c = t % p.col_tasks;
     const int64_t r0 = r * p.row_block, c0 = c * p.col_block;
