@@ -146,3 +146,20 @@ def test_torch_jit_trace():
     assert "gelu_fusion::bias_gelu" in str(traced.inlined_graph)
     y = inputs((5, 4), torch.float32, seed=1)
     assert torch.equal(traced(y), seq(y))
+
+
+def test_patched_model_under_autocast():
+    torch.manual_seed(0)
+    ref = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4))
+    model = copy.deepcopy(ref)
+    gelu_fusion.patch(model, fuse_bias=True)
+    x = inputs((5, 8), torch.float32, scale=1.0)
+    outs = []
+    for m in (ref, model):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = m(x)
+        y.float().square().sum().backward()
+        outs.append((y.float(), m[0].bias.grad))
+    assert outs[1][0].dtype == torch.float32 and outs[1][1].dtype == torch.float32
+    torch.testing.assert_close(outs[1][0], outs[0][0], rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(outs[1][1], outs[0][1], rtol=5e-2, atol=5e-2)

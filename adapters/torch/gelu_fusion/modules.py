@@ -79,8 +79,11 @@ class LinearBiasGELU(nn.Module):
         return m
 
     def forward(self, input: Tensor) -> Tensor:
-        return _F.bias_gelu(torch.nn.functional.linear(input, self.weight),
-                            self.bias, self.approximate)
+        y = torch.nn.functional.linear(input, self.weight)
+        bias = self.bias
+        if bias.dtype != y.dtype:  # autocast: the matmul ran in bf16/f16
+            bias = bias.to(y.dtype)
+        return _F.bias_gelu(y, bias, self.approximate)
 
     def extra_repr(self) -> str:
         return "in_features={}, out_features={}, approximate={}".format(
