@@ -16,6 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 FAMILIES = ["gelu", "bias_gelu", "add_gelu", "geglu"]
 COLORS = {"ours": "#1f5fbf", "oneDNN": "#e07b00", "PyTorch": "#2a9d3a", "copy": "#888888"}
@@ -78,12 +79,14 @@ def main():
                     kw = dict(color=COLORS[name], linestyle=style, marker="o",
                               markersize=4, linewidth=2.2)
                     if key == "copy":
-                        kw.update(linewidth=5, alpha=0.35, marker=None)
+                        kw.update(linewidth=5, alpha=0.35, marker="_", markersize=18)
                     ax.plot([p[0] for p in xy], [p[1] for p in xy], **kw)
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_xticks(sizes)
             ax.set_xticklabels([size_label(n) for n in sizes])
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: "%g" % v))
+            ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
             ax.grid(True, which="both", alpha=0.25)
             if j == 0:
                 ax.set_ylabel("GB/s (higher is better)")
@@ -104,7 +107,12 @@ def main():
                bbox_to_anchor=(0.5, 0.965))
     fig.suptitle("GELU throughput, %s, %s form: GB/s of compulsory traffic vs size"
                  % (dtype, "erf" if form == "none" else form), fontsize=13, y=0.995)
-    fig.tight_layout(rect=(0, 0, 1, 0.925))
+    m = rep.get("machine", {})
+    foot = "%s, SIMD %s, load average %s. Closer to the grey line = closer to the memory limit." % (
+        m.get("CPU", "?"), m.get("SIMD target (chosen at run time)", "?"),
+        m.get("load average (1 min)", "?").split(" (")[0])
+    fig.text(0.5, 0.005, foot, ha="center", va="bottom", fontsize=8, color="#444444")
+    fig.tight_layout(rect=(0, 0.02, 1, 0.925))
     fig.savefig(sys.argv[2], dpi=110)
     return 0
 
