@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu/gelu_math-inl.h"
 #include "cpu/storage-inl.h"
@@ -59,6 +60,8 @@ namespace detail {
 
 constexpr size_t kMaxF32Lanes =
     HWY_MAX_BYTES / sizeof(float) > 0 ? HWY_MAX_BYTES / sizeof(float) : 1;
+// Positions of the largest step (two vectors when paired).
+constexpr size_t kMaxStep = 2 * kMaxF32Lanes;
 
 // sums[0, lanes) += v, in double.
 template <class DF>
@@ -78,30 +81,59 @@ HWY_INLINE void AddToSums(DF df, hn::Vec<DF> v, double* sums) {
   (void)df;
 }
 
-// One full vector of positions [i, i + lanes).
+// The per-lane op on f32 vectors; `Out` receives the results.
+template <class Math, unsigned F, class DF>
+HWY_INLINE void Compute(DF df, hn::Vec<DF> x, hn::Vec<DF> x2, hn::Vec<DF> dy,
+                        hn::Vec<DF>& out, hn::Vec<DF>& out2) {
+  if constexpr ((F & kSum) != 0) x = hn::Add(x, x2);
+  if constexpr ((F & kBackward) == 0) {
+    out = Math::Value(df, x);
+    if constexpr ((F & kGated) != 0) out = hn::Mul(out, x2);
+  } else if constexpr ((F & kGated) != 0) {
+    hn::Vec<DF> value, grad;
+    Math::ValueAndGrad(df, x, value, grad);
+    out = hn::Mul(hn::Mul(dy, x2), grad);
+    out2 = hn::Mul(dy, value);
+  } else {
+    out = hn::Mul(dy, Math::Grad(df, x));
+  }
+}
+
+// Storage that converts two f32 vectors per step (BF16Pairs), except where
+// the dbias sums need lanes in column order.
+template <class S, unsigned F>
+constexpr bool kPaired = std::is_same_v<S, BF16Pairs> && (F & kDbias) == 0;
+
+// Positions per step: one f32 vector, or two when paired.
+template <class S, unsigned F, class DF>
+HWY_INLINE size_t StepLanes(DF df) {
+  return kPaired<S, F> ? 2 * hn::Lanes(df) : hn::Lanes(df);
+}
+
+// One full step of positions [i, i + StepLanes).
 template <class Math, class S, unsigned F, class DF>
 HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i) {
-  auto x = S::Load(df, s.x + i);
-  hn::Vec<DF> x2;
-  if constexpr ((F & (kSum | kGated)) != 0) x2 = S::Load(df, s.x2 + i);
-  if constexpr ((F & kSum) != 0) x = hn::Add(x, x2);
-
-  if constexpr ((F & kBackward) == 0) {
-    auto y = Math::Value(df, x);
-    if constexpr ((F & kGated) != 0) y = hn::Mul(y, x2);
-    S::Store(df, y, s.out + i);
+  constexpr bool kTwo = (F & (kSum | kGated)) != 0;
+  constexpr bool kBwd = (F & kBackward) != 0;
+  constexpr bool kOut2 = (F & kGated) != 0 && kBwd;
+  if constexpr (kPaired<S, F>) {
+    hn::Vec<DF> x[2], x2[2], dy[2], out[2], out2[2];
+    S::Load2(df, s.x + i, x[0], x[1]);
+    if constexpr (kTwo) S::Load2(df, s.x2 + i, x2[0], x2[1]);
+    if constexpr (kBwd) S::Load2(df, s.dy + i, dy[0], dy[1]);
+    for (int k = 0; k < 2; ++k)
+      Compute<Math, F>(df, x[k], x2[k], dy[k], out[k], out2[k]);
+    S::Store2(df, out[0], out[1], s.out + i);
+    if constexpr (kOut2) S::Store2(df, out2[0], out2[1], s.out2 + i);
   } else {
-    const auto dy = S::Load(df, s.dy + i);
-    if constexpr ((F & kGated) != 0) {
-      hn::Vec<DF> value, grad;
-      Math::ValueAndGrad(df, x, value, grad);
-      S::Store(df, hn::Mul(hn::Mul(dy, x2), grad), s.out + i);
-      S::Store(df, hn::Mul(dy, value), s.out2 + i);
-    } else {
-      const auto dx = hn::Mul(dy, Math::Grad(df, x));
-      S::Store(df, dx, s.out + i);
-      if constexpr ((F & kDbias) != 0) AddToSums(df, dx, s.dbias + i);
-    }
+    using L = S;
+    hn::Vec<DF> x = L::Load(df, s.x + i), x2, dy, out, out2;
+    if constexpr (kTwo) x2 = L::Load(df, s.x2 + i);
+    if constexpr (kBwd) dy = L::Load(df, s.dy + i);
+    Compute<Math, F>(df, x, x2, dy, out, out2);
+    L::Store(df, out, s.out + i);
+    if constexpr (kOut2) L::Store(df, out2, s.out2 + i);
+    if constexpr ((F & kDbias) != 0) AddToSums(df, out, s.dbias + i);
   }
 }
 
@@ -110,7 +142,7 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i) {
 template <class T>
 HWY_INLINE T* Stage(const T* src, T* buf, size_t rem) {
   if (src == nullptr) return nullptr;
-  for (size_t k = 0; k < kMaxF32Lanes; ++k) buf[k] = T();
+  for (size_t k = 0; k < kMaxStep; ++k) buf[k] = T();
   std::memcpy(buf, src, rem * sizeof(T));
   return buf;
 }
@@ -121,9 +153,9 @@ HWY_INLINE T* Stage(const T* src, T* buf, size_t rem) {
 template <class Math, class S, unsigned F, class DF>
 HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem) {
   using T = typename S::T;
-  HWY_ALIGN T dy[kMaxF32Lanes], x[kMaxF32Lanes], x2[kMaxF32Lanes];
-  HWY_ALIGN T out[kMaxF32Lanes], out2[kMaxF32Lanes];
-  HWY_ALIGN double sums[kMaxF32Lanes];
+  HWY_ALIGN T dy[kMaxStep], x[kMaxStep], x2[kMaxStep];
+  HWY_ALIGN T out[kMaxStep], out2[kMaxStep];
+  HWY_ALIGN double sums[kMaxStep];
   auto at = [i](auto* p) { return p ? p + i : p; };
   const Streams<S> t{Stage(at(s.dy), dy, rem), Stage(at(s.x), x, rem),
                      Stage(at(s.x2), x2, rem), s.out ? out : nullptr,
@@ -140,7 +172,7 @@ HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem) {
 template <class Math, class S, unsigned F>
 HWY_INLINE void Row(size_t count, const Streams<S>& s) {
   const hn::ScalableTag<float> df;
-  const size_t N = hn::Lanes(df);
+  const size_t N = detail::StepLanes<S, F>(df);
   size_t i = 0;
   if (count >= N) {
     for (; i <= count - N; i += N) detail::Step<Math, S, F>(df, s, i);
@@ -163,7 +195,7 @@ template <class Fn>
 HWY_INLINE void WithDType(DType t, Fn&& fn) {
   switch (t) {
     case DType::f32: return fn(F32());
-    case DType::bf16: return fn(BF16());
+    case DType::bf16: return fn(BF16Pairs());
     case DType::f16: return fn(F16());
   }
 }

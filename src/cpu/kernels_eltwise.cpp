@@ -65,8 +65,8 @@ void Convert(size_t n, const typename From::T* in, typename To::T* out) {
     for (; i <= n - N; i += N) To::Store(df, From::Load(df, in + i), out + i);
   }
   if (i < n) {
-    HWY_ALIGN typename From::T a[detail::kMaxF32Lanes];
-    HWY_ALIGN typename To::T b[detail::kMaxF32Lanes];
+    HWY_ALIGN typename From::T a[detail::kMaxStep];
+    HWY_ALIGN typename To::T b[detail::kMaxStep];
     To::Store(df, From::Load(df, detail::Stage(in + i, a, n - i)), b);
     std::memcpy(out + i, b, (n - i) * sizeof(b[0]));
   }

@@ -67,6 +67,40 @@ struct BF16 {
   }
 };
 
+// bf16 storage, two f32 vectors per step without any shuffle: the 2N
+// elements are loaded as N u32 lanes, even elements in the low halves and
+// odd elements in the high halves; each half becomes an f32 vector in
+// place, and the two rounded results are merged back the same way. Lane
+// order does not matter to an element-wise op (not used where a lane's
+// column matters: the dbias sums).
+struct BF16Pairs : BF16 {
+  template <class DF>
+  static HWY_INLINE void Load2(DF df, const T* p, hn::Vec<DF>& even, hn::Vec<DF>& odd) {
+    const hn::RebindToUnsigned<DF> du;
+    const auto w = hn::LoadU(du, reinterpret_cast<const uint32_t*>(p));
+    even = hn::BitCast(df, hn::ShiftLeft<16>(w));
+    odd = hn::BitCast(df, hn::And(w, hn::Set(du, 0xffff0000u)));
+  }
+  // The f32 bits rounded to nearest-even in the upper 16 bits (lower bits
+  // are garbage), NaN kept quiet with its sign.
+  template <class DF>
+  static HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundHigh(DF, hn::Vec<DF> v) {
+    const hn::RebindToUnsigned<DF> du;
+    const auto u = hn::BitCast(du, v);
+    const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+    const auto rounded = hn::Add(u, hn::Add(hn::Set(du, 0x7fffu), lsb));
+    return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)),
+                          hn::Or(u, hn::Set(du, 0x00400000u)), rounded);
+  }
+  template <class DF>
+  static HWY_INLINE void Store2(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, T* p) {
+    const hn::RebindToUnsigned<DF> du;
+    const auto w = hn::Or(hn::And(RoundHigh(df, odd), hn::Set(du, 0xffff0000u)),
+                          hn::ShiftRight<16>(RoundHigh(df, even)));
+    hn::StoreU(w, du, reinterpret_cast<uint32_t*>(p));
+  }
+};
+
 // IEEE binary16 storage (raw uint16_t bits).
 struct F16 {
   using T = uint16_t;
