@@ -28,10 +28,13 @@ int64_t align_down(int64_t v) { return std::max(kColAlign, v / kColAlign * kColA
 
 // kMinElementsPerThread (plan.hpp): an OpenMP fork/join costs ~3 us on the
 // 2-core development machine (AMD EPYC Zen 5, AVX-512) and the f32 kernels
-// run at ~0.1-0.2 ns/element in cache, so a thread needs tens of thousands
-// of elements to win its start back; `gelu_bench --benchmark_filter=threads`
+// run at 0.15-0.2 ns/element in cache (256K elements, 1 thread), so below
+// ~32K elements per thread a second thread cannot win its start back; 64K
+// keeps a 2x margin. `gelu_bench --benchmark_filter=threads`
 // (bench/kernels_bench.cpp) compares 1 and 2 threads through the public API
-// side by side.
+// side by side at 4K..1M; rerun it on an idle machine to move the threshold
+// (on the shared, loaded development box the 2-thread rows were dominated by
+// descheduled OpenMP workers and could not set it).
 
 const Machine& this_machine() {
   static const Machine m = [] {
