@@ -80,7 +80,7 @@ inline bool check_values(Op op, const std::vector<Arg>& a,
     }
     case Op::bias_gelu_backward: {
       const int64_t cols = a[1].shape.back();
-      std::vector<double> sum(cols, 0.0), scale(cols, 0.0);
+      std::vector<double> sum(cols, 0.0), scale(cols, 0.0), floor(cols, 0.0);
       std::vector<char> finite(cols, 1);
       for (int64_t k = 0; k < n; ++k) {
         const int64_t j = k % cols;
@@ -93,10 +93,11 @@ inline bool check_values(Op op, const std::vector<Arg>& a,
         const double e = double(dy) * (g.t1 + g.t2);
         sum[j] += e;
         scale[j] += std::fabs(double(dy)) * (std::fabs(g.t1) + std::fabs(g.t2));
+        floor[j] += dbias_floor_term(dy);
         finite[j] &= std::isfinite(static_cast<float>(e));
       }
       for (int64_t j = 0; j < cols; ++j)
-        if (!dbias_ok(dt(4), out(4, j), sum[j], scale[j], finite[j]))
+        if (!dbias_ok(dt(4), out(4, j), sum[j], scale[j], floor[j], finite[j]))
           return why = detail::describe("dbias", j, out(4, j), sum[j]), false;
       return true;
     }

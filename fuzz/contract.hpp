@@ -123,13 +123,20 @@ inline bool geglu_bwd_g_ok(Approx f, DType t, float dy, float a, float got) {
 }
 
 // dbias[j]: `exact` = sum of dy * gelu'(s) over the rows in double, `scale`
-// = sum of |dy| (|t1| + |t2|); `finite` = every f32 dx was finite.
+// = sum of |dy| (|t1| + |t2|); `finite` = every f32 dx was finite; `floor` =
+// the sum over rows of the subnormal floor of each f32 dx it adds (README:
+// the unit of a dx's error is never below |dy| * 2^-149, plus its rounding),
+// which 2^-20 * scale does not cover when the dx are subnormal.
+inline double dbias_floor_term(float dy) {
+  return (2.0 * std::fabs(double(dy)) + 0.5) * 0x1p-149;
+}
 inline bool dbias_ok(DType t, float got, double exact, double scale,
-                     bool finite) {
+                     double floor, bool finite) {
   if (!finite || !(scale <= FLT_MAX)) return true;
   if (std::isnan(got)) return false;
   if (got == stored(t, exact)) return true;
-  const double tol = std::ldexp(scale, -20) + 0.5 * ref::ulp_of(t, exact);
+  const double tol =
+      std::ldexp(scale, -20) + floor + 0.5 * ref::ulp_of(t, exact);
   return std::fabs(double(got) - exact) <= tol;
 }
 

@@ -58,10 +58,11 @@ struct Memory {
     return base + kPage + s * (kSlotBytes + kPage);
   }
   unsigned char* end(int s) const { return begin(s) + kSlotBytes; }
-  // Which slot holds address p (or -1).
+  // Which slot holds address p (or -1); a slot's end counts (an empty
+  // tensor may sit right at the guard page).
   int slot_of(const void* p) const {
     for (int s = 0; s < kSlots; ++s)
-      if (p >= begin(s) && p < end(s)) return s;
+      if (p >= begin(s) && p <= end(s)) return s;
     return -1;
   }
 };
@@ -166,6 +167,17 @@ void fill(FuzzedDataProvider& fdp, DType t, void* p, int64_t n) {
   std::abort();
 }
 
+[[noreturn]] void helper_finding(const char* what, const std::string& arg) {
+  std::fprintf(stderr, "FINDING: %s (argument '%s')\n", what, arg.c_str());
+  std::abort();
+}
+
+std::string shape_text(const std::vector<int64_t>& s) {
+  std::string t;
+  for (int64_t d : s) t += std::to_string(d) + " ";
+  return t;
+}
+
 void check_helpers(FuzzedDataProvider& fdp) {
   const int raw = fdp.ConsumeIntegral<int>();
   if (!gelu::dtype_name(static_cast<DType>(raw)) ||
@@ -179,18 +191,21 @@ void check_helpers(FuzzedDataProvider& fdp) {
   for (int i = 0; i < 6; ++i) known |= s == kDtypes[i];
   try {
     const DType t = gelu::parse_dtype(s);
-    if (!known || gelu::parse_dtype(gelu::dtype_name(t)) != t) std::abort();
-    if (gelu::dtype_size(t) != (t == DType::f32 ? 4u : 2u)) std::abort();
+    if (!known || gelu::parse_dtype(gelu::dtype_name(t)) != t)
+      helper_finding("parse_dtype accepted an unknown name", s);
+    if (gelu::dtype_size(t) != (t == DType::f32 ? 4u : 2u))
+      helper_finding("dtype_size", s);
   } catch (const gelu::Error&) {
-    if (known) std::abort();
+    if (known) helper_finding("parse_dtype rejected a dtype name", s);
   }
   known = false;
   for (int i = 0; i < 3; ++i) known |= s == kForms[i];
   try {
     const gelu::Approx a = gelu::parse_approx(s);
-    if (!known || gelu::approx_name(a) != s) std::abort();
+    if (!known || gelu::approx_name(a) != s)
+      helper_finding("parse_approx accepted an unknown name", s);
   } catch (const gelu::Error&) {
-    if (known) std::abort();
+    if (known) helper_finding("parse_approx rejected a form name", s);
   }
   // numel: throws on a negative dimension or an int64 overflow.
   const std::vector<int64_t> shape = fuzz_shape(fdp);
@@ -202,9 +217,13 @@ void check_helpers(FuzzedDataProvider& fdp) {
     if (!zero && !neg && (n *= d) > INT64_MAX) over = true, n = 1;
   try {
     const int64_t got = gelu::numel(shape);
-    if (neg || over || got != (zero ? 0 : int64_t(n))) std::abort();
+    if (neg || over)
+      helper_finding("numel accepted a negative or overflowing shape",
+                     shape_text(shape));
+    if (got != (zero ? 0 : int64_t(n)))
+      helper_finding("numel miscounted", shape_text(shape));
   } catch (const gelu::Error&) {
-    if (!neg && !over) std::abort();
+    if (!neg && !over) helper_finding("numel rejected a valid shape", shape_text(shape));
   }
 }
 
@@ -249,6 +268,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Placement. `room` is the bytes available from data to its slot's end.
   for (int s = 0; s < kSlots; ++s) std::memset(mem.begin(s), 0xA5, kSlotBytes);
   std::vector<int64_t> bytes(m.n, -1);
+  std::vector<char> fits(m.n, 1);
   bool backed = true;
   for (int i = 0; i < m.n; ++i) {
     const auto n = model_numel(args[i].shape);
@@ -268,7 +288,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (i > 0) {
           auto* q = static_cast<unsigned char*>(
               args[fdp.ConsumeIntegralInRange(0, i - 1)].data);
-          if (q) at = q + elem * fdp.ConsumeIntegralInRange(-8, 8);
+          if (q) at = q + ptrdiff_t(elem) * fdp.ConsumeIntegralInRange(-8, 8);
         }
         break;
       case 3:  // carved from the shared arena
@@ -284,11 +304,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const int s = at ? mem.slot_of(at) : -1;
     if (at && s < 0) at = mem.end(i) - b;  // shifted out of its slot
     args[i].data = at;
-    if (at && (bytes[i] < 0 || at + bytes[i] > mem.end(mem.slot_of(at))))
-      backed = false;
+    fits[i] = !at || (bytes[i] >= 0 && at + bytes[i] <= mem.end(mem.slot_of(at)));
+    backed &= fits[i];
   }
   for (int i = 0; i < m.n; ++i)
-    if (!m.roles[i].output && args[i].data && bytes[i] > 0)
+    if (!m.roles[i].output && args[i].data && bytes[i] > 0 && fits[i])
       fill(fdp, static_cast<DType>(args[i].dtype), args[i].data,
            bytes[i] / (args[i].dtype == 0 ? 4 : 2));
 

@@ -45,10 +45,10 @@ std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 2; }
 
 int64_t numel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) {
+  for (int64_t d : shape)
     if (d < 0) throw Error("numel: negative dimension " + std::to_string(d));
-    if (d == 0) return 0;
-  }
+  for (int64_t d : shape)
+    if (d == 0) return 0;  // after the sign check: [0, -1] is an error too
   for (int64_t d : shape) {
     if (n > std::numeric_limits<int64_t>::max() / d)
       throw Error("numel: element count overflows int64");
