@@ -12,6 +12,12 @@ of each step spent in GELU-related ops (torch.profiler).
 Both models start from the same weights and see the same batches; their
 steps are interleaved (one of each per round) so that both meet the same
 machine conditions, and the times reported are medians over the rounds.
+
+At the large size every op's fresh 64 MiB output comes from mmap and is
+page-faulted on first touch (PyTorch's CPU allocator keeps no cache); on a
+busy machine that costs more than the GELU itself, for nn.GELU and for us
+alike. To measure the ops rather than the page faults, keep freed memory in
+glibc's heap:  MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=100000000000
 """
 import argparse
 import copy
