@@ -105,7 +105,9 @@ std::string accuracy_section(const Report& r) {
          "Fused ops are evaluated at the f32 sum x + b, the point every f32 "
          "kernel computes at (PyTorch's composition rounds the sum to the "
          "dtype first). f32: evenly spaced bit patterns per region; bf16/f16: "
-         "every value. Relative error counts only exact values in the format's normal range.\n\n" +
+         "every value. Relative error counts only exact values in the format's normal range. "
+         "bias_gelu_backward: dx only (dbias is checked by the unit tests); "
+         "geglu_backward: both halves of dx.\n\n" +
          table(head, rows);
 }
 
