@@ -70,7 +70,7 @@ case "$mode" in
     archer=$(ls /usr/lib/llvm-*/lib/libarcher.so 2>/dev/null | head -n 1)
     [ -n "$archer" ] || { echo "sanitize.sh: libarcher.so not found (libomp-dev)" >&2; exit 1; }
     OMP_TOOL_LIBRARIES=$archer ARCHER_OPTIONS=verbose=1 \
-    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp \
       build-tsan/tsan_tests --gtest_filter="${TSAN_FILTER:-*}"
     ;;
   fuzz)
