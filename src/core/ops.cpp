@@ -2,9 +2,9 @@
 // kernels over the tasks. No math here (src/cpu) and no checks in the
 // kernels (here).
 #include <algorithm>
+#include <memory>
 #include <vector>
 
-#include "core/convert.hpp"
 #include "core/op_table.hpp"
 #include "core/plan.hpp"
 #include "core/validate.hpp"
@@ -143,26 +143,30 @@ void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
   // depend on the thread count and are combined in block order below, so
   // dbias is bit-identical for any number of threads.
   const Plan p = plan_for(rows, cols, t, 3, o);
-  std::vector<double> partial(static_cast<size_t>(p.row_tasks * cols), 0.0);
+  // Every block's row of sums is stored by its kernel call (rows > 0), so
+  // the buffer needs no initialisation; with no rows dbias is 0.
+  std::unique_ptr<double[]> partial(new double[p.row_tasks * cols]);
   if (rows > 0) {
     run_tasks(p, rows, cols, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
       const int64_t i0 = r0 * cols + c0;
       cpu::bias_bwd(o.approximate, t, nr, nc, cols, at(dy.data, t, i0),
                     at(x.data, t, i0), at(bias.data, t, c0), at(dx.data, t, i0),
-                    partial.data() + (r0 / p.row_block) * cols + c0);
+                    partial.get() + (r0 / p.row_block) * cols + c0);
     });
   }
-  // dbias is written last: it may be the bias buffer itself (in place).
-  for (int64_t j = 0; j < cols; ++j) {
-    double s = 0.0;
-    for (int64_t b = 0; b < p.row_tasks; ++b) s += partial[b * cols + j];
-    const float f = static_cast<float>(s);
-    switch (dbias.dtype) {
-      case DType::f32: static_cast<float*>(dbias.data)[j] = f; break;
-      case DType::bf16: static_cast<uint16_t*>(dbias.data)[j] = f32_to_bf16(f); break;
-      case DType::f16: static_cast<uint16_t*>(dbias.data)[j] = f32_to_f16(f); break;
+  // Combine the blocks in block order (block-major, so the loop streams),
+  // then round once to f32 and convert to dbias's dtype. dbias is written
+  // last: it may be the bias buffer itself (in place).
+  std::vector<float> sum(static_cast<size_t>(cols), 0.0f);
+  if (rows > 0) {
+    double* total = partial.get();
+    for (int64_t b = 1; b < p.row_tasks; ++b) {
+      const double* block = partial.get() + b * cols;
+      for (int64_t j = 0; j < cols; ++j) total[j] += block[j];
     }
+    for (int64_t j = 0; j < cols; ++j) sum[j] = static_cast<float>(total[j]);
   }
+  cpu::from_f32(dbias.dtype, cols, sum.data(), dbias.data);
 }
 
 void geglu(ConstTensorRef x, TensorRef y, const Options& o) {
