@@ -76,8 +76,11 @@ def main():
             elif k == "out":
                 t[k] = torch.zeros(s, dtype=dtypes[dt][0])
             else:
-                lim = {"x": 4.0, "b": 0.5, "dy": 1.0}[k]
-                t[k] = torch.empty(s, dtype=dtypes[dt][0]).uniform_(-lim, lim)
+                if k == "x":  # N(0, 1), as the C++ side
+                    t[k] = torch.randn(s).to(dtypes[dt][0])
+                else:
+                    lim = {"b": 0.5, "dy": 1.0}[k]
+                    t[k] = torch.empty(s, dtype=dtypes[dt][0]).uniform_(-lim, lim)
         return t
 
     def composition(op, form, t):

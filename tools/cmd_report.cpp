@@ -63,6 +63,9 @@ std::vector<std::string> timing_rules(const Settings& s) {
     return std::to_string(p.min_rounds) + "-" + std::to_string(p.max_rounds);
   };
   return {
+      "Inputs: x ~ N(0, 1) (pre-activations look like this; the GELU math's "
+      "tail path is then rare), bias/b ~ U[-0.5, 0.5], dy ~ U[-1, 1]; the same "
+      "distributions for every contender.",
       "Warm-up: every contender runs once before it is timed; a sample repeats "
       "the call until it lasts >= 100 us and counts the mean per call.",
       "Outputs are preallocated for every contender (PyTorch: out= variants and "

@@ -17,7 +17,7 @@ Case make_case(Op op, DType t, Shape s, bool fill) {
   if (c.dy_elems) c.dy = Buffer(c.dy_elems * e);
   if (op == Op::bias_gelu_backward) c.dbias = Buffer(s.cols * 4);
   if (fill) {
-    fill_uniform(t, c.x.data(), c.x_elems, -4.f, 4.f, 1);
+    fill_normal(t, c.x.data(), c.x_elems, 1.f, 1);  // N(0, 1), as activations are
     if (c.b_elems) fill_uniform(t, c.b.data(), c.b_elems, -.5f, .5f, 2);
     if (c.dy_elems) fill_uniform(t, c.dy.data(), c.dy_elems, -1.f, 1.f, 3);
   }

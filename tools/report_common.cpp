@@ -1,3 +1,4 @@
+#include <cmath>
 // Op facts, buffers and element access for the report.
 #include "report_common.hpp"
 
@@ -74,6 +75,20 @@ void fill_uniform(DType t, void* p, int64_t n, float lo, float hi,
   for (int64_t i = 0; i < n; ++i) {
     s ^= s << 13, s ^= s >> 7, s ^= s << 17;  // xorshift64
     store(t, p, i, lo + static_cast<float>(s >> 40) * scale);
+  }
+}
+
+void fill_normal(DType t, void* p, int64_t n, float sigma, uint64_t seed) {
+  // Box-Muller on the same xorshift64 stream: deterministic, no <random>
+  // state to carry between calls.
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  auto uniform01 = [&s] {
+    s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+    return (static_cast<double>(s >> 11) + 0.5) * 0x1p-53;
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    const double r = std::sqrt(-2.0 * std::log(uniform01()));
+    store(t, p, i, static_cast<float>(sigma * r * std::cos(6.283185307179586 * uniform01())));
   }
 }
 

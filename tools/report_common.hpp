@@ -67,6 +67,8 @@ void store(DType, void* p, int64_t i, float v);
 // Fills n elements with uniform values in [lo, hi), deterministically.
 void fill_uniform(DType, void* p, int64_t n, float lo, float hi,
                   uint64_t seed);
+// n values drawn from N(0, sigma^2), rounded to the dtype.
+void fill_normal(DType, void* p, int64_t n, float sigma, uint64_t seed);
 
 // --- results -----------------------------------------------------------------
 struct RegionError {
