@@ -20,10 +20,24 @@ build: configure
 run: build
 	$(BUILD)/gelu-fusion report $(ARGS)
 
-test: test-unit
+test: test-unit test-asan test-tsan test-fuzz
 
 test-unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# Reliability (issue 7), each in its own build directory (scripts/sanitize.sh):
+# unit tests under ASan+UBSan, threaded tests under TSan, and the API fuzzer
+# for a bounded minute in `make test` or FUZZ_SECONDS in `make fuzz`.
+.PHONY: test-asan test-tsan test-fuzz fuzz
+FUZZ_SECONDS ?= 600
+test-asan: deps
+	JOBS=$(JOBS) bash scripts/sanitize.sh asan
+test-tsan: deps
+	JOBS=$(JOBS) bash scripts/sanitize.sh tsan
+test-fuzz: deps
+	JOBS=$(JOBS) bash scripts/sanitize.sh fuzz 60
+fuzz: deps
+	JOBS=$(JOBS) bash scripts/sanitize.sh fuzz $(FUZZ_SECONDS)
 
 bench: build
 	$(BUILD)/bench/gelu_bench $(ARGS)
