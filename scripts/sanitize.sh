@@ -21,10 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 JOBS=${JOBS:-2}
-# KernelsConvert: excluded pending the kernels' look at a UBSan object-size
-# report (g++ 12) in driver-inl.h Stage() from kernels_eltwise.cpp Convert();
-# remove it from this list once resolved.
-ASAN_EXCLUDE=${ASAN_EXCLUDE:-AccuracySweep|GeluMathTest|RefVsMpfr|Sweep|Exhaustive|KernelsConvert}
+ASAN_EXCLUDE=${ASAN_EXCLUDE:-AccuracySweep|GeluMathTest|RefVsMpfr|Sweep|Exhaustive}
 mode=${1:?usage: scripts/sanitize.sh asan|tsan|fuzz [seconds]}
 
 # Sanitized builds compile the Highway kernels for one SIMD target only: the
