@@ -56,62 +56,53 @@ Plan plan_for(int64_t rows, int64_t cols, DType t, int streams,
 
 int64_t last_dim(const std::vector<int64_t>& s) { return s.back(); }
 
+// An element-wise op: validate, then run kernel(dtype, first, count) over
+// the plan's chunks. Its K tensors are the streams the plan sizes tiles by.
+template <size_t K, class Kernel>
+void eltwise(OpId id, const TensorArg (&args)[K], const Options& o,
+             Kernel&& kernel) {
+  core::validate(id, args, o);
+  const int64_t n = numel(*args[0].shape);
+  if (n == 0) return;
+  const DType t = args[0].dtype;
+  run_tasks(plan_for(1, n, t, static_cast<int>(K), o), 1, n,
+            [&](int64_t, int64_t, int64_t c0, int64_t nc) { kernel(t, c0, nc); });
+}
+
 }  // namespace
 
 void gelu(ConstTensorRef x, TensorRef y, const Options& o) {
-  const TensorArg args[] = {arg(x), arg(y)};
-  core::validate(OpId::gelu, args, o);
-  const int64_t n = numel(x.shape);
-  if (n == 0) return;
-  const DType t = x.dtype;
-  run_tasks(plan_for(1, n, t, 2, o), 1, n,
-            [&](int64_t, int64_t, int64_t c0, int64_t nc) {
-              cpu::gelu_fwd(o.approximate, t, nc, at(x.data, t, c0),
-                            at(y.data, t, c0));
-            });
+  eltwise(OpId::gelu, {arg(x), arg(y)}, o, [&](DType t, int64_t c0, int64_t nc) {
+    cpu::gelu_fwd(o.approximate, t, nc, at(x.data, t, c0), at(y.data, t, c0));
+  });
 }
 
 void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
                    const Options& o) {
-  const TensorArg args[] = {arg(dy), arg(x), arg(dx)};
-  core::validate(OpId::gelu_backward, args, o);
-  const int64_t n = numel(x.shape);
-  if (n == 0) return;
-  const DType t = x.dtype;
-  run_tasks(plan_for(1, n, t, 3, o), 1, n,
-            [&](int64_t, int64_t, int64_t c0, int64_t nc) {
-              cpu::gelu_bwd(o.approximate, t, nc, at(dy.data, t, c0),
-                            at(x.data, t, c0), at(dx.data, t, c0));
-            });
+  eltwise(OpId::gelu_backward, {arg(dy), arg(x), arg(dx)}, o,
+          [&](DType t, int64_t c0, int64_t nc) {
+            cpu::gelu_bwd(o.approximate, t, nc, at(dy.data, t, c0),
+                          at(x.data, t, c0), at(dx.data, t, c0));
+          });
 }
 
 void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y,
               const Options& o) {
-  const TensorArg args[] = {arg(a), arg(b), arg(y)};
-  core::validate(OpId::add_gelu, args, o);
-  const int64_t n = numel(a.shape);
-  if (n == 0) return;
-  const DType t = a.dtype;
-  run_tasks(plan_for(1, n, t, 3, o), 1, n,
-            [&](int64_t, int64_t, int64_t c0, int64_t nc) {
-              cpu::add_fwd(o.approximate, t, nc, at(a.data, t, c0),
-                           at(b.data, t, c0), at(y.data, t, c0));
-            });
+  eltwise(OpId::add_gelu, {arg(a), arg(b), arg(y)}, o,
+          [&](DType t, int64_t c0, int64_t nc) {
+            cpu::add_fwd(o.approximate, t, nc, at(a.data, t, c0),
+                         at(b.data, t, c0), at(y.data, t, c0));
+          });
 }
 
 void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
                        TensorRef dx, const Options& o) {
-  const TensorArg args[] = {arg(dy), arg(a), arg(b), arg(dx)};
-  core::validate(OpId::add_gelu_backward, args, o);
-  const int64_t n = numel(a.shape);
-  if (n == 0) return;
-  const DType t = a.dtype;
-  run_tasks(plan_for(1, n, t, 4, o), 1, n,
-            [&](int64_t, int64_t, int64_t c0, int64_t nc) {
-              cpu::add_bwd(o.approximate, t, nc, at(dy.data, t, c0),
-                           at(a.data, t, c0), at(b.data, t, c0),
-                           at(dx.data, t, c0));
-            });
+  eltwise(OpId::add_gelu_backward, {arg(dy), arg(a), arg(b), arg(dx)}, o,
+          [&](DType t, int64_t c0, int64_t nc) {
+            cpu::add_bwd(o.approximate, t, nc, at(dy.data, t, c0),
+                         at(a.data, t, c0), at(b.data, t, c0),
+                         at(dx.data, t, c0));
+          });
 }
 
 void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y,
