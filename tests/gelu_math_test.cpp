@@ -38,22 +38,15 @@
 
 #include "hwy/highway.h"
 #include "hwy/tests/hwy_gtest.h"
+#include "core/convert.hpp"
 #include "cpu/gelu_math-inl.h"
 
 #ifndef GELU_TESTS_GELU_MATH_TEST_ONCE_
 #define GELU_TESTS_GELU_MATH_TEST_ONCE_
 namespace gelu::math_test {
 
-inline float FromBits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline uint32_t ToBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
+inline float FromBits(uint32_t u) { return f32_from_bits(u); }
+inline uint32_t ToBits(float f) { return f32_bits(f); }
 
 inline const char* FormName(Approx a) {
   return a == Approx::none ? "erf" : a == Approx::tanh ? "tanh" : "quick";

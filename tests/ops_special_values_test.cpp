@@ -58,10 +58,7 @@ TEST_P(SpecialValues, ForwardAndBackwardMatchTheReference) {
 INSTANTIATE_TEST_SUITE_P(All, SpecialValues,
                          ::testing::Combine(::testing::ValuesIn(kForms),
                                             ::testing::ValuesIn(kDTypes)),
-                         [](const auto& i) {
-                           return std::string(approx_name(std::get<0>(i.param))) +
-                                  "_" + dtype_name(std::get<1>(i.param));
-                         });
+                         form_dtype_name);
 
 }  // namespace
 }  // namespace gelu::testing

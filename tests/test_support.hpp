@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/convert.hpp"
@@ -175,6 +176,13 @@ double check_all(const Buffer& out, ExpectFn expect, double bound,
 }
 
 inline const Approx kForms[] = {Approx::none, Approx::tanh, Approx::quick};
+
+// Test-name suffix "none_f32" for suites parameterised by (form, dtype).
+inline std::string form_dtype_name(
+    const ::testing::TestParamInfo<std::tuple<Approx, DType>>& i) {
+  return std::string(approx_name(std::get<0>(i.param))) + "_" +
+         dtype_name(std::get<1>(i.param));
+}
 inline const DType kDTypes[] = {DType::f32, DType::bf16, DType::f16};
 
 }  // namespace gelu::testing
