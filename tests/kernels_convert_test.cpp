@@ -3,6 +3,7 @@
 // patterns in, and f32 values around every rounding boundary out.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -60,6 +61,24 @@ TEST_P(KernelsConvert, F32ToSixteenBitRoundsToNearestEven) {
     }
     EXPECT_EQ(out.back(), 0xabcd);
   }
+}
+
+// The rounding of the kernels' bf16 results (the paired store, with the
+// AVX512_BF16 instruction where the CPU has it and the test allows it), on
+// the same cases less NaNs: subnormals among normals exercise its fallback.
+TEST_P(KernelsConvert, KernelResultsRoundToNearestEvenBf16) {
+  static const std::vector<float> in = [] {
+    std::vector<float> v;
+    for (float f : rounding_cases())
+      if (!std::isnan(f)) v.push_back(f);
+    return v;
+  }();
+  const int64_t n = static_cast<int64_t>(in.size());
+  std::vector<uint16_t> out(in.size() + 1, 0xabcd);
+  cpu::round_results_to_bf16(n, in.data(), out.data());
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(out[i], f32_to_bf16(in[i])) << "from f32 bits 0x" << std::hex << f32_bits(in[i]);
+  EXPECT_EQ(out.back(), 0xabcd);
 }
 
 TEST_P(KernelsConvert, EveryTailLength) {

@@ -6,8 +6,10 @@
 //  - *MatchPlainF32: every fused, gated, 16-bit, strided, in-place or tail
 //    variant equals, bit for bit, the plain f32 kernel on the same target
 //    applied to the f32 pre-activation and rounded once to the dtype. The
-//    drivers add no error of their own, and any lane that is computed wrong,
-//    skipped, or written out of its range shows up.
+//    plain kernel uses the math of the variant's result dtype (bf16/f16
+//    results use a cheaper core; bias_bwd keeps the f32 one for its dbias
+//    sums). The drivers add no error of their own, and any lane that is
+//    computed wrong, skipped, or written out of its range shows up.
 // Outputs are poisoned first; guard bytes catch writes past the end.
 #include <gtest/gtest.h>
 
@@ -46,16 +48,18 @@ F pad(const F& v) {
   p.resize(v.size() + 64 - v.size() % 16, 0.0f);
   return p;
 }
-F plain_fwd(Approx a, const F& x) {
+// `math`: the dtype whose results the kernel computes (f32: the f32 math).
+F plain_fwd(Approx a, DType math, const F& x) {
   F px = pad(x), y(px.size());
-  cpu::gelu_fwd(a, DType::f32, static_cast<int64_t>(px.size()), px.data(), y.data());
+  cpu::gelu_fwd_f32_with_math_of(math, a, static_cast<int64_t>(px.size()), px.data(),
+                                 y.data());
   y.resize(x.size());
   return y;
 }
-F plain_bwd(Approx a, const F& dy, const F& x) {
+F plain_bwd(Approx a, DType math, const F& dy, const F& x) {
   F pd = pad(dy), px = pad(x), dx(px.size());
-  cpu::gelu_bwd(a, DType::f32, static_cast<int64_t>(px.size()), pd.data(), px.data(),
-                dx.data());
+  cpu::gelu_bwd_f32_with_math_of(math, a, static_cast<int64_t>(px.size()), pd.data(),
+                                 px.data(), dx.data());
   dx.resize(x.size());
   return dx;
 }
@@ -139,33 +143,33 @@ TEST_P(KernelsOps, ElementwiseMatchPlainF32) {
 
         out.poison();
         cpu::gelu_fwd(a, t, n, pa.data(), out.data());
-        expect_bits(out, plain_fwd(a, av), what("gelu_fwd", a, t, n));
+        expect_bits(out, plain_fwd(a, t, av), what("gelu_fwd", a, t, n));
         out.poison();
         cpu::gelu_bwd(a, t, n, dy.data(), pa.data(), out.data());
-        expect_bits(out, plain_bwd(a, dv, av), what("gelu_bwd", a, t, n));
+        expect_bits(out, plain_bwd(a, t, dv, av), what("gelu_bwd", a, t, n));
         out.poison();
         cpu::add_fwd(a, t, n, pa.data(), pb.data(), out.data());
-        expect_bits(out, plain_fwd(a, sum), what("add_fwd", a, t, n));
+        expect_bits(out, plain_fwd(a, t, sum), what("add_fwd", a, t, n));
         out.poison();
         cpu::add_bwd(a, t, n, dy.data(), pa.data(), pb.data(), out.data());
-        expect_bits(out, plain_bwd(a, dv, sum), what("add_bwd", a, t, n));
+        expect_bits(out, plain_bwd(a, t, dv, sum), what("add_bwd", a, t, n));
 
         // In place: the output is an input's own buffer.
         Buffer io = clone(pa);
         cpu::gelu_fwd(a, t, n, io.data(), io.data());
-        expect_bits(io, plain_fwd(a, av), what("gelu_fwd in place", a, t, n));
+        expect_bits(io, plain_fwd(a, t, av), what("gelu_fwd in place", a, t, n));
         io = clone(dy);
         cpu::gelu_bwd(a, t, n, io.data(), pa.data(), io.data());
-        expect_bits(io, plain_bwd(a, dv, av), what("gelu_bwd dx=dy", a, t, n));
+        expect_bits(io, plain_bwd(a, t, dv, av), what("gelu_bwd dx=dy", a, t, n));
         io = clone(pa);
         cpu::gelu_bwd(a, t, n, dy.data(), io.data(), io.data());
-        expect_bits(io, plain_bwd(a, dv, av), what("gelu_bwd dx=x", a, t, n));
+        expect_bits(io, plain_bwd(a, t, dv, av), what("gelu_bwd dx=x", a, t, n));
         io = clone(pb);
         cpu::add_fwd(a, t, n, pa.data(), io.data(), io.data());
-        expect_bits(io, plain_fwd(a, sum), what("add_fwd y=b", a, t, n));
+        expect_bits(io, plain_fwd(a, t, sum), what("add_fwd y=b", a, t, n));
         io = clone(dy);
         cpu::add_bwd(a, t, n, io.data(), pa.data(), pb.data(), io.data());
-        expect_bits(io, plain_bwd(a, dv, sum), what("add_bwd dx=dy", a, t, n));
+        expect_bits(io, plain_bwd(a, t, dv, sum), what("add_bwd dx=dy", a, t, n));
         if (HasFailure()) return;
       }
 }
@@ -201,7 +205,8 @@ TEST_P(KernelsOps, RowsMatchPlainF32) {
         const F xv = values(x), bv = values(bias), dv = values(dy);
         F pre(n);
         for (int64_t i = 0; i < n; ++i) pre[i] = xv[i] + bv[i % k.stride];
-        const F want_y = plain_fwd(a, pre), want_dx = plain_bwd(a, dv, pre);
+        // bias_bwd keeps the f32 math for every dtype (its dbias sums).
+        const F want_y = plain_fwd(a, t, pre), want_dx = plain_bwd(a, DType::f32, dv, pre);
 
         out.poison();
         cpu::bias_fwd(a, t, k.rows, k.cols, k.stride, at(x, off), at(bias, off),
@@ -244,7 +249,7 @@ TEST_P(KernelsOps, RowsMatchPlainF32) {
             gate[r * h + j] = gxv[r * 2 * h + h + j];
             dg[r * h + j] = dv[r * h + j] * gate[r * h + j];
           }
-        const F gelu_v = plain_fwd(a, val), dval = plain_bwd(a, dg, val);
+        const F gelu_v = plain_fwd(a, t, val), dval = plain_bwd(a, t, dg, val);
         F want_gy(n), want_gdx(2 * n);
         for (int64_t i = 0; i < n; ++i) {
           const int64_t r = i / h, j = i % h;

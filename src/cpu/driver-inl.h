@@ -25,6 +25,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cpu/cpu_features.hpp"
 #include "cpu/gelu_math-inl.h"
 #include "cpu/storage-inl.h"
 #include "gelu/gelu.hpp"
@@ -111,7 +112,7 @@ HWY_INLINE void Compute(DF df, hn::Vec<DF> x, hn::Vec<DF> x2, hn::Vec<DF> dy,
 // Storage that converts two f32 vectors per step (BF16Pairs), except where
 // the dbias sums need lanes in column order.
 template <class S, unsigned F>
-constexpr bool kPaired = std::is_same_v<S, BF16Pairs> && (F & kDbias) == 0;
+constexpr bool kPaired = std::is_base_of_v<BF16Pairs, S> && (F & kDbias) == 0;
 
 // Positions per step: one f32 vector, or two when paired.
 template <class S, unsigned F, class DF>
@@ -126,14 +127,16 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i) {
   constexpr bool kBwd = (F & kBackward) != 0;
   constexpr bool kOut2 = (F & kGated) != 0 && kBwd;
   if constexpr (kPaired<S, F>) {
-    hn::Vec<DF> x[2], x2[2], dy[2], out[2], out2[2];
-    S::Load2(df, s.x + i, x[0], x[1]);
-    if constexpr (kTwo) S::Load2(df, s.x2 + i, x2[0], x2[1]);
-    if constexpr (kBwd) S::Load2(df, s.dy + i, dy[0], dy[1]);
-    for (int k = 0; k < 2; ++k)
-      Compute<Math, F>(df, x[k], x2[k], dy[k], out[k], out2[k]);
-    S::Store2(df, out[0], out[1], s.out + i);
-    if constexpr (kOut2) S::Store2(df, out2[0], out2[1], s.out2 + i);
+    // Named pairs, not arrays: g++ 12 keeps a 2-iteration loop over arrays
+    // rolled and round-trips every vector through the stack.
+    hn::Vec<DF> xa, xb, x2a, x2b, dya, dyb, outa, outb, out2a, out2b;
+    S::Load2(df, s.x + i, xa, xb);
+    if constexpr (kTwo) S::Load2(df, s.x2 + i, x2a, x2b);
+    if constexpr (kBwd) S::Load2(df, s.dy + i, dya, dyb);
+    Compute<Math, F>(df, xa, x2a, dya, outa, out2a);
+    Compute<Math, F>(df, xb, x2b, dyb, outb, out2b);
+    S::Store2(df, outa, outb, s.out + i);
+    if constexpr (kOut2) S::Store2(df, out2a, out2b, s.out2 + i);
   } else {
     using L = S;
     hn::Vec<DF> x = L::Load(df, s.x + i), x2, dy, out, out2;
@@ -177,16 +180,32 @@ HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem) {
 
 }  // namespace detail
 
+// The math of a Row: the form's cheaper ForBf16F16 core when the results
+// are stored as bf16 or f16 (their 1-ulp contract leaves room), except when
+// dx also feeds the dbias sums, whose 2^-20 bound is relative to the f32 dx.
+template <class Math, bool kBf16F16>
+struct MathForT {
+  using type = Math;
+};
+template <class Math>
+struct MathForT<Math, true> {
+  using type = typename Math::ForBf16F16;
+};
+template <class Math, class S, unsigned F>
+using MathFor =
+    typename MathForT<Math, sizeof(typename S::T) == 2 && (F & kDbias) == 0>::type;
+
 // Runs the op over positions [0, count) of the streams.
 template <class Math, class S, unsigned F>
 HWY_INLINE void Row(size_t count, const Streams<S>& s) {
+  using M = MathFor<Math, S, F>;
   const hn::ScalableTag<float> df;
   const size_t N = detail::StepLanes<S, F>(df);
   size_t i = 0;
   if (count >= N) {
-    for (; i <= count - N; i += N) detail::Step<Math, S, F>(df, s, i);
+    for (; i <= count - N; i += N) detail::Step<M, S, F>(df, s, i);
   }
-  if (i < count) detail::TailStep<Math, S, F>(df, s, i, count - i);
+  if (i < count) detail::TailStep<M, S, F>(df, s, i, count - i);
 }
 
 // Calls fn(Math{}) with the math struct of the form.
@@ -204,7 +223,11 @@ template <class Fn>
 HWY_INLINE void WithDType(DType t, Fn&& fn) {
   switch (t) {
     case DType::f32: return fn(F32());
-    case DType::bf16: return fn(BF16Pairs());
+    case DType::bf16:
+#ifdef GELU_CPU_HAVE_BF16_ROUNDING_INSN
+      if (use_avx512_bf16()) return fn(BF16PairsAvx512Bf16());
+#endif
+      return fn(BF16Pairs());
     case DType::f16: return fn(F16());
   }
 }

@@ -14,7 +14,8 @@
 //    elsewhere); a degree-6 polynomial in r = t - k/4 (exact) with its
 //    constant in hi + lo gives V(t) = t s(-t) and G(t) = s(-t) - t s'(t):
 //    gelu(x) = max(x, 0) - V(t), gelu'(x) = x < 0 ? G(t) : 1 - G(t).
-//    No cancellation on either side, no exp, no division.
+//    No cancellation on either side, no exp, no division. Results rounded
+//    to bf16/f16 use ForBf16F16: degree 4, c0 a single f32 (2^-17 relative).
 //  * Tail, t >= 3.875 (and inf/NaN), taken only when a vector holds such a
 //    lane: e^-A with A computed as a double-float (the square split exactly
 //    with FMA / Veltkamp), scaled by 2^(n+64) and 2^-64 so that subnormal
@@ -120,6 +121,54 @@ alignas(64) inline constexpr float kQuickGrad[8][16] = {
     {1.001397381e-03f, -1.879664660e-01f, -2.222979367e-01f, -1.282853782e-01f, -2.147693001e-02f, 3.581644967e-02f, 4.783175141e-02f, 3.863479942e-02f, 2.514678799e-02f, 1.421604864e-02f, 7.065934595e-03f, 2.939627273e-03f, 7.833352429e-04f, -2.239682508e-04f, -6.127990782e-04f, -6.949577364e-04f},
     {-1.878383011e-01f, -9.767678380e-02f, 3.694007173e-02f, 9.344862401e-02f, 6.821470708e-02f, 2.486580051e-02f, -1.714183367e-03f, -1.047538966e-02f, -1.016940083e-02f, -7.182405330e-03f, -4.361393396e-03f, -2.368463436e-03f, -1.174412784e-03f, -5.049995380e-04f, -1.487945410e-04f, 8.473090020e-06f},
     {4.150081426e-02f, 9.109726548e-02f, 7.214526832e-02f, 3.607471008e-03f, -2.928055078e-02f, -2.468886599e-02f, -1.083632838e-02f, -1.835355302e-03f, 1.597563038e-03f, 2.061665989e-03f, 1.600586460e-03f, 1.009942382e-03f, 5.864338018e-04f, 3.169025294e-04f, 1.423453650e-04f, 6.373265933e-05f},
+};
+// kErfValueBf16F16: max error 65.1401 x 2^-24 relative, degree 4 for bf16/f16 results
+alignas(64) inline constexpr float kErfValueBf16F16[5][16] = {
+    {0.000000000e+00f, 1.003234312e-01f, 1.542687714e-01f, 1.699705124e-01f, 1.586552560e-01f, 1.320622116e-01f, 1.002108008e-01f, 7.010352612e-02f, 4.550026730e-02f, 2.750506625e-02f, 1.552416570e-02f, 8.194349706e-03f, 4.049694166e-03f, 1.875330810e-03f, 8.142010774e-04f, 3.315642825e-04f},
+    {5.000000000e-01f, 3.046277165e-01f, 1.325066090e-01f, 7.760323933e-04f, -8.331423253e-02f, -1.226611063e-01f, -1.274693906e-01f, -1.109267473e-01f, -8.523248136e-02f, -5.919028446e-02f, -3.761140630e-02f, -2.202765830e-02f, -1.194564812e-02f, -6.017328240e-03f, -2.821699018e-03f, -1.233768067e-03f},
+    {-3.989433050e-01f, -3.745887280e-01f, -3.080589771e-01f, -2.164430469e-01f, -1.209855378e-01f, -3.995511681e-02f, 1.618831046e-02f, 4.583288729e-02f, 5.398900807e-02f, 4.859981313e-02f, 3.724676371e-02f, 2.529121004e-02f, 1.551157981e-02f, 8.687196299e-03f, 4.472844768e-03f, 2.126865787e-03f},
+    {4.227686077e-05f, 6.316493452e-02f, 1.095802188e-01f, 1.289482564e-01f, 1.206696704e-01f, 9.263002872e-02f, 5.671625212e-02f, 2.374552190e-02f, 1.751655655e-04f, -1.250666939e-02f, -1.634978503e-02f, -1.481564995e-02f, -1.107946783e-02f, -7.226687390e-03f, -4.216052126e-03f, -2.230397891e-03f},
+    {6.606538594e-02f, 5.759596080e-02f, 3.399369493e-02f, 4.822933115e-03f, -2.006427199e-02f, -3.407868743e-02f, -3.592894971e-02f, -2.881610580e-02f, -1.787839830e-02f, -7.609903347e-03f, -4.746319901e-04f, 3.122873371e-03f, 4.043954890e-03f, 3.494400298e-03f, 2.462478355e-03f, 1.502544619e-03f},
+};
+// kErfGradBf16F16: max error 21.2125 x 2^-24 relative to s(-t) + t s'(t), degree 4 for bf16/f16 results
+alignas(64) inline constexpr float kErfGradBf16F16[5][16] = {
+    {5.000000000e-01f, 3.046266437e-01f, 1.325048804e-01f, 7.742841844e-04f, -8.331546187e-02f, -1.226615757e-01f, -1.274691820e-01f, -1.109261513e-01f, -8.523180336e-02f, -5.918974802e-02f, -3.761109337e-02f, -2.202753723e-02f, -1.194564998e-02f, -6.017381791e-03f, -2.821760019e-03f, -1.233815681e-03f},
+    {-7.978835702e-01f, -7.491658330e-01f, -6.161129475e-01f, -4.328861535e-01f, -2.419734895e-01f, -7.991204411e-02f, 3.237716481e-02f, 9.166872501e-02f, 1.079821214e-01f, 9.720347822e-02f, 7.449615002e-02f, 5.058359355e-02f, 3.102328628e-02f, 1.737383381e-02f, 8.944976144e-03f, 4.253118765e-03f},
+    {-7.782100874e-05f, 1.903105080e-01f, 3.300571740e-01f, 3.881804645e-01f, 3.629516661e-01f, 2.782508731e-01f, 1.699899286e-01f, 7.077458501e-02f, 2.065693252e-06f, -3.793576732e-02f, -4.929541051e-02f, -4.454217106e-02f, -3.323782235e-02f, -2.163769677e-02f, -1.259962562e-02f, -6.652910262e-03f},
+    {2.678534389e-01f, 2.289014012e-01f, 1.353361607e-01f, 1.929965429e-02f, -7.994912565e-02f, -1.360824853e-01f, -1.437861025e-01f, -1.156418547e-01f, -7.203873992e-02f, -3.093279898e-02f, -2.235214692e-03f, 1.234051958e-02f, 1.615974121e-02f, 1.404942945e-02f, 9.941778146e-03f, 6.089235656e-03f},
+    {-1.810788549e-02f, -6.935218722e-02f, -1.117208675e-01f, -1.135664806e-01f, -8.024637401e-02f, -3.076997399e-02f, 1.362920832e-02f, 3.950586542e-02f, 4.474534467e-02f, 3.564634174e-02f, 2.116633579e-02f, 8.237318136e-03f, -2.943989057e-05f, -3.664509160e-03f, -4.211315420e-03f, -3.335259622e-03f},
+};
+// kTanhValueBf16F16: max error 111.2965 x 2^-24 relative, degree 4 for bf16/f16 results
+alignas(64) inline constexpr float kTanhValueBf16F16[5][16] = {
+    {0.000000000e+00f, 1.003246605e-01f, 1.542859972e-01f, 1.700394452e-01f, 1.588080078e-01f, 1.322858036e-01f, 1.004284248e-01f, 7.020462304e-02f, 4.540231079e-02f, 2.720133401e-02f, 1.508426853e-02f, 7.723145187e-03f, 3.637392074e-03f, 1.568626496e-03f, 6.161968340e-04f, 2.192513493e-04f},
+    {5.000000000e-01f, 3.046469986e-01f, 1.326318532e-01f, 1.063497970e-03f, -8.296287805e-02f, -1.224921942e-01f, -1.277109981e-01f, -1.115975529e-01f, -8.609990031e-02f, -5.991505459e-02f, -3.795190528e-02f, -2.194906771e-02f, -1.158418506e-02f, -5.564298481e-03f, -2.422579797e-03f, -9.513063123e-04f},
+    {-3.989433050e-01f, -3.744783700e-01f, -3.077553213e-01f, -2.161543220e-01f, -1.210743412e-01f, -4.059115052e-02f, 1.525775995e-02f, 4.513760284e-02f, 5.393566564e-02f, 4.918751866e-02f, 3.812170774e-02f, 2.603261545e-02f, 1.588390954e-02f, 8.698808961e-03f, 4.275157582e-03f, 1.880472177e-03f},
+    {4.270667341e-05f, 6.342007220e-02f, 1.097566411e-01f, 1.286858469e-01f, 1.199791431e-01f, 9.198256582e-02f, 5.665784329e-02f, 2.439567633e-02f, 1.121058594e-03f, -1.184157748e-02f, -1.626525819e-02f, -1.520240121e-02f, -1.160903461e-02f, -7.620880846e-03f, -4.379184451e-03f, -2.215843648e-03f},
+    {6.638763845e-02f, 5.772806704e-02f, 3.370519355e-02f, 4.303099122e-03f, -2.031378448e-02f, -3.372304887e-02f, -3.517958522e-02f, -2.824923582e-02f, -1.789249852e-02f, -8.112625219e-03f, -1.056058798e-03f, 2.811993938e-03f, 4.069473594e-03f, 3.709871322e-03f, 2.678895602e-03f, 1.623522723e-03f},
+};
+// kTanhGradBf16F16: max error 28.6724 x 2^-24 relative to s(-t) + t s'(t), degree 4 for bf16/f16 results
+alignas(64) inline constexpr float kTanhGradBf16F16[5][16] = {
+    {5.000000000e-01f, 3.046458960e-01f, 1.326300949e-01f, 1.061749994e-03f, -8.296407759e-02f, -1.224926263e-01f, -1.277107894e-01f, -1.115969792e-01f, -8.609925956e-02f, -5.991454050e-02f, -3.795158118e-02f, -2.194892615e-02f, -1.158416923e-02f, -5.564346910e-03f, -2.422643593e-03f, -9.513588739e-04f},
+    {-7.978835106e-01f, -7.489448786e-01f, -6.155055761e-01f, -4.323087335e-01f, -2.421510518e-01f, -8.118399233e-02f, 3.051611409e-02f, 9.027802944e-02f, 1.078752503e-01f, 9.837883711e-02f, 7.624617964e-02f, 5.206665397e-02f, 3.176804632e-02f, 1.739706844e-02f, 8.549460210e-03f, 3.760145046e-03f},
+    {-8.113397053e-05f, 1.910929978e-01f, 3.306046724e-01f, 3.873931170e-01f, 3.608558774e-01f, 2.762801349e-01f, 1.698092818e-01f, 7.274563611e-02f, 2.868345706e-03f, -3.592584282e-02f, -4.904833436e-02f, -4.571889341e-02f, -3.483974934e-02f, -2.282431908e-02f, -1.308622025e-02f, -6.604665890e-03f},
+    {2.692321837e-01f, 2.294049859e-01f, 1.341737211e-01f, 1.722377725e-02f, -8.095232397e-02f, -1.346758753e-01f, -1.407951266e-01f, -1.133577377e-01f, -7.207009941e-02f, -3.293751553e-02f, -4.579128232e-03f, 1.106507331e-02f, 1.624812745e-02f, 1.490992587e-02f, 1.082573645e-02f, 6.597429514e-03f},
+    {-1.859548315e-02f, -7.080451399e-02f, -1.133148596e-01f, -1.135635078e-01f, -7.820561528e-02f, -2.839289978e-02f, 1.412360463e-02f, 3.769376501e-02f, 4.227792099e-02f, 3.442101553e-02f, 2.170155942e-02f, 9.650592692e-03f, 1.111779478e-03f, -3.317561001e-03f, -4.474633373e-03f, -3.760863328e-03f},
+};
+// kQuickValueBf16F16: max error 12.8971 x 2^-24 relative, degree 4 for bf16/f16 results
+alignas(64) inline constexpr float kQuickValueBf16F16[5][16] = {
+    {0.000000000e+00f, 9.880037606e-02f, 1.496115774e-01f, 1.636099517e-01f, 1.542042345e-01f, 1.330657005e-01f, 1.083378047e-01f, 8.471168578e-02f, 6.434138119e-02f, 4.783212766e-02f, 3.498616442e-02f, 2.527016774e-02f, 1.807131059e-02f, 1.281937957e-02f, 9.033446200e-03f, 6.330135744e-03f},
+    {5.000000000e-01f, 2.935024202e-01f, 1.207814962e-01f, 4.304400063e-04f, -6.777927279e-02f, -9.591665864e-02f, -9.884878993e-02f, -8.879396319e-02f, -7.381574064e-02f, -5.842109770e-02f, -4.471877590e-02f, -3.342549503e-02f, -2.454833686e-02f, -1.778809540e-02f, -1.275424939e-02f, -9.067657404e-03f},
+    {-4.255030155e-01f, -3.886785805e-01f, -2.959172428e-01f, -1.858514398e-01f, -9.133851528e-02f, -2.634625137e-02f, 1.050392352e-02f, 2.705291845e-02f, 3.139752150e-02f, 2.951100469e-02f, 2.508108690e-02f, 2.010230161e-02f, 1.551272906e-02f, 1.166157145e-02f, 8.601455018e-03f, 6.254039239e-03f},
+    {1.249462657e-04f, 9.314449131e-02f, 1.433276981e-01f, 1.412086189e-01f, 1.072573438e-01f, 6.663708389e-02f, 3.383512422e-02f, 1.247770805e-02f, 6.832031067e-04f, -4.755848553e-03f, -6.545476150e-03f, -6.493941415e-03f, -5.658966955e-03f, -4.600232001e-03f, -3.582453588e-03f, -2.710474422e-03f},
+    {1.014560163e-01f, 7.756984234e-02f, 2.262121625e-02f, -2.268614061e-02f, -4.083104804e-02f, -3.802956268e-02f, -2.697463892e-02f, -1.599035785e-02f, -8.046387695e-03f, -3.209244227e-03f, -6.234414177e-04f, 5.768978153e-04f, 1.011796645e-03f, 1.065339078e-03f, 9.524599300e-04f, 7.852601120e-04f},
+};
+// kQuickGradBf16F16: max error 6.9264 x 2^-24 relative to s(-t) + t s'(t), degree 4 for bf16/f16 results
+alignas(64) inline constexpr float kQuickGradBf16F16[5][16] = {
+    {5.000000000e-01f, 2.934995890e-01f, 1.207781062e-01f, 4.284781462e-04f, -6.777960062e-02f, -9.591611475e-02f, -9.884806722e-02f, -8.879337460e-02f, -7.381535321e-02f, -5.842088163e-02f, -4.471866786e-02f, -3.342545033e-02f, -2.454832383e-02f, -1.778809726e-02f, -1.275425870e-02f, -9.067667648e-03f},
+    {-8.509970307e-01f, -7.773267031e-01f, -5.918257236e-01f, -3.717037439e-01f, -1.826782227e-01f, -5.269152299e-02f, 2.100998349e-02f, 5.410790443e-02f, 6.279654801e-02f, 5.902292952e-02f, 5.016265064e-02f, 4.020481557e-02f, 3.102551959e-02f, 2.332313359e-02f, 1.720286906e-02f, 1.250802912e-02f},
+    {-2.312886645e-04f, 2.816117406e-01f, 4.325731695e-01f, 4.251278341e-01f, 3.220277131e-01f, 1.994965225e-01f, 1.009486318e-01f, 3.698119149e-02f, 1.755123143e-03f, -1.443395205e-02f, -1.971950382e-02f, -1.951628551e-02f, -1.698640734e-02f, -1.379832625e-02f, -1.074029785e-02f, -8.123313077e-03f},
+    {4.164701700e-01f, 3.064001799e-01f, 8.936867118e-02f, -9.063347429e-02f, -1.631724387e-01f, -1.522425860e-01f, -1.081722826e-01f, -6.422514468e-02f, -3.237849474e-02f, -1.295454334e-02f, -2.554496983e-03f, 2.280366141e-03f, 4.039659165e-03f, 4.262658302e-03f, 3.815094940e-03f, 3.147353884e-03f},
+    {-5.370754004e-02f, -1.855309755e-01f, -2.202513665e-01f, -1.278368682e-01f, -2.190815657e-02f, 3.531040996e-02f, 4.752674326e-02f, 3.849144280e-02f, 2.509346232e-02f, 1.420045644e-02f, 7.064152043e-03f, 2.941672690e-03f, 7.865881198e-04f, -2.207720099e-04f, -6.105927168e-04f, -6.935422425e-04f},
 };
 inline constexpr float kLn2[2] = {6.931457520e-01f, 1.428606765e-06f};
 inline constexpr float kLnSqrt2Pi[2] = {9.189385176e-01f, 1.563417662e-08f};
@@ -246,10 +295,13 @@ HWY_INLINE void ExpNeg(D d, VecD<D> ah, VecD<D> al, VecD<D>& q,
   scale = ScaleFromMagic(d, km);
 }
 
-// Core: V(t) and G(t) of the form's tables, t in [0, kTailStart).
-template <class D>
+// Core: V(t) and G(t) of the form's tables, t in [0, kTailStart). Table
+// rows: c0 hi, [c0 lo when kLo,] c1..c<kDeg>; Horner in r, the c0 lo added
+// last before c0 hi.
+template <int kDeg, bool kLo, class D>
 HWY_INLINE void Core(D d, VecD<D> t, const float (*tv)[16],
                      const float (*tg)[16], VecD<D>& v, VecD<D>& g) {
+  static_assert(kDeg >= 2, "Horner below starts from c_deg r + c_(deg-1)");
   const hn::RebindToSigned<D> di;
   // k = round(4 t) in the low mantissa bits of 2^23 + 4t; r = t - k/4 exact.
   const auto magic = hn::Set(d, 8388608.0f);
@@ -257,20 +309,21 @@ HWY_INLINE void Core(D d, VecD<D> t, const float (*tv)[16],
   const auto r = hn::NegMulAdd(hn::Sub(km, magic), hn::Set(d, 0.25f), t);
   const auto k = hn::BitCast(di, km);
   const auto L = [&](const float* row) { return Lookup16(d, row, k); };
-  auto pv = hn::MulAdd(L(tv[7]), r, L(tv[6]));
-  auto pg = hn::MulAdd(L(tg[7]), r, L(tg[6]));
-  pv = hn::MulAdd(pv, r, L(tv[5]));
-  pg = hn::MulAdd(pg, r, L(tg[5]));
-  pv = hn::MulAdd(pv, r, L(tv[4]));
-  pg = hn::MulAdd(pg, r, L(tg[4]));
-  pv = hn::MulAdd(pv, r, L(tv[3]));
-  pg = hn::MulAdd(pg, r, L(tg[3]));
-  pv = hn::MulAdd(pv, r, L(tv[2]));
-  pg = hn::MulAdd(pg, r, L(tg[2]));
-  pv = hn::MulAdd(pv, r, L(tv[1]));
-  pg = hn::MulAdd(pg, r, L(tg[1]));
-  v = hn::Add(L(tv[0]), pv);
-  g = hn::Add(L(tg[0]), pg);
+  constexpr int kC1 = kLo ? 2 : 1;  // row of c1; c_j is row j + kC1 - 1
+  auto pv = hn::MulAdd(L(tv[kDeg + kC1 - 1]), r, L(tv[kDeg + kC1 - 2]));
+  auto pg = hn::MulAdd(L(tg[kDeg + kC1 - 1]), r, L(tg[kDeg + kC1 - 2]));
+#pragma GCC unroll 8
+  for (int j = kDeg - 2; j >= 1; --j) {
+    pv = hn::MulAdd(pv, r, L(tv[j + kC1 - 1]));
+    pg = hn::MulAdd(pg, r, L(tg[j + kC1 - 1]));
+  }
+  if constexpr (kLo) {
+    v = hn::Add(L(tv[0]), hn::MulAdd(pv, r, L(tv[1])));
+    g = hn::Add(L(tg[0]), hn::MulAdd(pg, r, L(tg[1])));
+  } else {
+    v = hn::MulAdd(pv, r, L(tv[0]));
+    g = hn::MulAdd(pg, r, L(tg[0]));
+  }
 }
 
 // gelu and gelu' from V(t) and G(t) (core) for finite x.
@@ -415,14 +468,14 @@ struct QuickTail {
 
 // Both value and grad; callers that use one get the other removed as dead
 // code, so Value/Grad/ValueAndGrad compute bit-identical results.
-template <class Tail, class D>
+template <class Tail, int kDeg, bool kLo, class D>
 HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[16],
                      const float (*tg)[16], VecD<D>& value, VecD<D>& grad) {
   const auto t = hn::Abs(x);
   const auto in_core = hn::Lt(t, hn::Set(d, kTailStart));  // false for NaN
   if (HWY_LIKELY(hn::AllTrue(d, in_core))) {
     VecD<D> v, g;
-    Core(d, t, tv, tg, v, g);
+    Core<kDeg, kLo>(d, t, tv, tg, v, g);
     FinishCore(d, x, v, g, value, grad);
     return;
   }
@@ -436,7 +489,7 @@ HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[16],
   if (hn::AllFalse(d, in_core)) return;
   const auto xs = hn::IfThenElseZero(in_core, x);
   VecD<D> v, g, cv, cg;
-  Core(d, hn::Abs(xs), tv, tg, v, g);
+  Core<kDeg, kLo>(d, hn::Abs(xs), tv, tg, v, g);
   FinishCore(d, xs, v, g, cv, cg);
   value = hn::IfThenElse(in_core, cv, value);
   grad = hn::IfThenElse(in_core, cg, grad);
@@ -444,26 +497,40 @@ HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[16],
 
 }  // namespace gelu_math
 
-// The three forms share one shape; Form selects tables and tail.
-template <class Tail, const float (*kV)[16], const float (*kG)[16]>
+// The three forms share one shape; Tail and the tables select the form, kDeg
+// and kLo the core polynomial (degree, c0 as f32 hi + lo).
+template <class Tail, const float (*kV)[16], const float (*kG)[16], int kDeg,
+          bool kLo>
 struct GeluMathImpl {
   template <class D>
   static HWY_INLINE hn::Vec<D> Value(D d, hn::Vec<D> x) {
     hn::Vec<D> v, g;
-    gelu_math::Eval<Tail>(d, x, kV, kG, v, g);
+    gelu_math::Eval<Tail, kDeg, kLo>(d, x, kV, kG, v, g);
     return v;
   }
   template <class D>
   static HWY_INLINE hn::Vec<D> Grad(D d, hn::Vec<D> x) {
     hn::Vec<D> v, g;
-    gelu_math::Eval<Tail>(d, x, kV, kG, v, g);
+    gelu_math::Eval<Tail, kDeg, kLo>(d, x, kV, kG, v, g);
     return g;
   }
   template <class D>
   static HWY_INLINE void ValueAndGrad(D d, hn::Vec<D> x, hn::Vec<D>& value,
                                       hn::Vec<D>& grad) {
-    gelu_math::Eval<Tail>(d, x, kV, kG, value, grad);
+    gelu_math::Eval<Tail, kDeg, kLo>(d, x, kV, kG, value, grad);
   }
+};
+
+// A form: the f32 math (degree 6, c0 in hi + lo: the f32 contract) and, as
+// ForBf16F16, the math for results that are rounded to bf16 or f16: degree
+// 4 without c0 lo (5 table permutes instead of 8). Its fit error, at most
+// 2^-17 relative (tools/fit/fit_gelu.py), is below 1/64 ulp of f16 and 1/256
+// ulp of bf16, so those results stay within their 1-ulp contract; the tail
+// path is the same exact one.
+template <class Tail, const float (*kV)[16], const float (*kG)[16],
+          const float (*kV16)[16], const float (*kG16)[16]>
+struct GeluForm : GeluMathImpl<Tail, kV, kG, 6, true> {
+  using ForBf16F16 = GeluMathImpl<Tail, kV16, kG16, 4, false>;
 };
 
 // GELU, erf form: x Phi(x), Phi(x) = erfc(-x/sqrt 2)/2; Grad = Phi + x phi.
@@ -471,22 +538,22 @@ struct GeluMathImpl {
 // 1/0). Max error: Value 1.25 (FMA targets: AVX3, AVX2) / 1.42 (SSE4,
 // SSSE3, SCALAR) ULP; Grad 1.41 / 1.51 ULP of |Phi| + |x phi|.
 struct GeluErfMath
-    : GeluMathImpl<gelu_math::ErfTail, gelu_math::kErfValue,
-                   gelu_math::kErfGrad> {};
+    : GeluForm<gelu_math::ErfTail, gelu_math::kErfValue, gelu_math::kErfGrad,
+               gelu_math::kErfValueBf16F16, gelu_math::kErfGradBf16F16> {};
 
 // GELU, tanh form: x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3); Grad
 // is its exact derivative. Lanes: f32. Valid for every f32 input.
 // Max error: Value 1.30 / 1.49 ULP; Grad 1.47 / 1.58 ULP of |s| + |x s'|.
 struct GeluTanhMath
-    : GeluMathImpl<gelu_math::TanhTail, gelu_math::kTanhValue,
-                   gelu_math::kTanhGrad> {};
+    : GeluForm<gelu_math::TanhTail, gelu_math::kTanhValue, gelu_math::kTanhGrad,
+               gelu_math::kTanhValueBf16F16, gelu_math::kTanhGradBf16F16> {};
 
 // GELU, quick form: x sigmoid(1.702 x); Grad its exact derivative.
 // Lanes: f32. Valid for every f32 input.
 // Max error: Value 1.45 / 1.70 ULP; Grad 1.61 / 1.67 ULP of |s| + |x s'|.
 struct GeluQuickMath
-    : GeluMathImpl<gelu_math::QuickTail, gelu_math::kQuickValue,
-                   gelu_math::kQuickGrad> {};
+    : GeluForm<gelu_math::QuickTail, gelu_math::kQuickValue, gelu_math::kQuickGrad,
+               gelu_math::kQuickValueBf16F16, gelu_math::kQuickGradBf16F16> {};
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)
 }  // namespace HWY_NAMESPACE

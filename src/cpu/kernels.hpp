@@ -48,6 +48,18 @@ void geglu_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
 void to_f32(DType, int64_t n, const void* in, float* out);
 void from_f32(DType, int64_t n, const float* in, void* out);
 
+// For tests: gelu_fwd / gelu_bwd on f32 values, not rounded, with the math
+// the kernels use for results of dtype `result` (bf16, f16: the form's
+// cheaper ForBf16F16 core, see MathFor in src/cpu/driver-inl.h).
+void gelu_fwd_f32_with_math_of(DType result, Approx, int64_t n, const float* x, float* y);
+void gelu_bwd_f32_with_math_of(DType result, Approx, int64_t n, const float* dy,
+                               const float* x, float* dx);
+
+// For tests: the bf16 rounding the element-wise kernels apply to their
+// results (BF16Pairs::Store2, or the AVX512_BF16 instruction where used) on
+// non-NaN f32 values; NaN results are covered through the ops.
+void round_results_to_bf16(int64_t n, const float* in, uint16_t* out);
+
 // Name of the SIMD target the kernels dispatch to on this CPU.
 const char* target_name();
 

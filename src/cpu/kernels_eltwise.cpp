@@ -1,7 +1,9 @@
 // Element-wise kernels (gelu, add_gelu; forward and backward), compiled once
 // per SIMD target and dispatched once per call.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/kernels_eltwise.cpp"
@@ -54,6 +56,13 @@ void AddBwd(Approx form, DType t, int64_t n, const void* dy, const void* a,
   });
 }
 
+// A storage's exact load: F16 has a faster one for the kernels.
+template <class S, class DF>
+HWY_INLINE hn::Vec<DF> LoadExact(DF df, const typename S::T* p) {
+  if constexpr (std::is_same_v<S, F16>) return S::LoadExact(df, p);
+  else return S::Load(df, p);
+}
+
 // Storage conversions through the kernels' own load/store path (tests check
 // them bit for bit against src/core/convert.hpp).
 template <class From, class To>
@@ -62,12 +71,12 @@ void Convert(size_t n, const typename From::T* in, typename To::T* out) {
   const size_t N = hn::Lanes(df);
   size_t i = 0;
   if (n >= N) {
-    for (; i <= n - N; i += N) To::Store(df, From::Load(df, in + i), out + i);
+    for (; i <= n - N; i += N) To::Store(df, LoadExact<From>(df, in + i), out + i);
   }
   if (i < n) {
     HWY_ALIGN typename From::T a[detail::kMaxStep];
     HWY_ALIGN typename To::T b[detail::kMaxStep];
-    To::Store(df, From::Load(df, detail::Stage(in + i, a, n - i)), b);
+    To::Store(df, LoadExact<From>(df, detail::Stage(in + i, a, n - i)), b);
     std::memcpy(out + i, b, (n - i) * sizeof(b[0]));
   }
 }
@@ -83,6 +92,49 @@ void FromF32(DType t, int64_t n, const float* in, void* out) {
   WithDType(t, [&](auto s) {
     using S = decltype(s);
     Convert<F32, S>(n, in, P<S>(out));
+  });
+}
+
+// Calls fn(Math{}) with the math the kernels use for results of dtype t.
+template <class Fn>
+void WithMathOf(DType t, Approx form, Fn&& fn) {
+  WithForm(form, [&](auto m) {
+    using M = decltype(m);
+    if (t == DType::f32) fn(M());
+    else fn(typename M::ForBf16F16());
+  });
+}
+
+void GeluFwdF32WithMathOf(DType t, Approx form, int64_t n, const float* x, float* y) {
+  WithMathOf(t, form, [&](auto m) {
+    Row<decltype(m), F32, 0>(n, {nullptr, x, nullptr, y, nullptr, nullptr});
+  });
+}
+
+void GeluBwdF32WithMathOf(DType t, Approx form, int64_t n, const float* dy, const float* x,
+                          float* dx) {
+  WithMathOf(t, form, [&](auto m) {
+    Row<decltype(m), F32, kBackward>(n, {dy, x, nullptr, dx, nullptr, nullptr});
+  });
+}
+
+void RoundResultsToBf16(int64_t n, const float* in, uint16_t* out) {
+  WithDType(DType::bf16, [&](auto s) {
+    using S = decltype(s);
+    const hn::ScalableTag<float> df;
+    const size_t N = hn::Lanes(df);
+    HWY_ALIGN float even[detail::kMaxF32Lanes], odd[detail::kMaxF32Lanes];
+    HWY_ALIGN uint16_t buf[detail::kMaxStep];
+    for (size_t i = 0; i < static_cast<size_t>(n); i += 2 * N) {
+      const size_t m = std::min(2 * N, static_cast<size_t>(n) - i);
+      for (size_t j = 0; j < N; ++j) {  // zero-padded past n
+        even[j] = 2 * j < m ? in[i + 2 * j] : 0.0f;
+        odd[j] = 2 * j + 1 < m ? in[i + 2 * j + 1] : 0.0f;
+      }
+      if constexpr (std::is_base_of_v<BF16Pairs, S>)
+        S::Store2(df, hn::Load(df, even), hn::Load(df, odd), buf);
+      std::memcpy(out + i, buf, m * sizeof(uint16_t));
+    }
   });
 }
 
@@ -105,6 +157,9 @@ HWY_EXPORT(AddBwd);
 HWY_EXPORT(Target);
 HWY_EXPORT(ToF32);
 HWY_EXPORT(FromF32);
+HWY_EXPORT(RoundResultsToBf16);
+HWY_EXPORT(GeluFwdF32WithMathOf);
+HWY_EXPORT(GeluBwdF32WithMathOf);
 
 void gelu_fwd(Approx a, DType t, int64_t n, const void* x, void* y) {
   HWY_DYNAMIC_DISPATCH(GeluFwd)(a, t, n, x, y);
@@ -127,6 +182,18 @@ void to_f32(DType t, int64_t n, const void* in, float* out) {
 }
 void from_f32(DType t, int64_t n, const float* in, void* out) {
   HWY_DYNAMIC_DISPATCH(FromF32)(t, n, in, out);
+}
+
+void gelu_fwd_f32_with_math_of(DType t, Approx a, int64_t n, const float* x, float* y) {
+  HWY_DYNAMIC_DISPATCH(GeluFwdF32WithMathOf)(t, a, n, x, y);
+}
+void gelu_bwd_f32_with_math_of(DType t, Approx a, int64_t n, const float* dy,
+                               const float* x, float* dx) {
+  HWY_DYNAMIC_DISPATCH(GeluBwdF32WithMathOf)(t, a, n, dy, x, dx);
+}
+
+void round_results_to_bf16(int64_t n, const float* in, uint16_t* out) {
+  HWY_DYNAMIC_DISPATCH(RoundResultsToBf16)(n, in, out);
 }
 
 const char* target_name() {

@@ -6,8 +6,9 @@
 // many f32 values in tests/kernels_convert_test.cpp):
 //  - bf16 out: Highway 1.0's DemoteTo truncates, so the rounding is done here
 //    in integer lanes (u + 0x7fff + lsb) >> 16, NaN kept quiet with its sign.
-//  - f16 in: integer decode on every target (hardware F16C quiets signaling
-//    NaNs, convert.hpp keeps them).
+//  - f16 in: F16C (vcvtph2ps) on AVX2 and better in the kernels (it quiets
+//    signaling NaNs, which their arithmetic does anyway); the integer decode
+//    elsewhere and in the to_f32 conversion (convert.hpp keeps sNaNs).
 //  - f16 out: F16C (vcvtps2ph, round-to-nearest-even) on AVX2 and better,
 //    the same rounding in integer lanes elsewhere.
 //
@@ -82,30 +83,84 @@ struct BF16Pairs : BF16 {
     odd = hn::BitCast(df, hn::And(w, hn::Set(du, 0xffff0000u)));
   }
   // The f32 bits rounded to nearest-even in the upper 16 bits (lower bits
-  // are garbage), NaN kept quiet with its sign.
+  // are garbage). No NaN case, unlike BF16::Store: Store2 only ever sees the
+  // kernels' results, and a NaN result is an input NaN (a bf16, so its low 16
+  // bits are zero) or the default NaN (low bits zero too), quieted or not;
+  // adding 0x7fff + lsb to zero low bits cannot carry, so it stays that NaN.
+  // The three NaN ops cost 0.03-0.04 ns/element, 15% of the bf16 forward
+  // (measured on AVX-512 Zen 5, 256K elements, 1 thread). Every bf16 NaN
+  // pattern through every op is tested (tests/ops_special_values_test.cpp).
   template <class DF>
-  static HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundHigh(DF, hn::Vec<DF> v) {
+  static HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundHighOfResult(DF, hn::Vec<DF> v) {
     const hn::RebindToUnsigned<DF> du;
     const auto u = hn::BitCast(du, v);
     const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
-    const auto rounded = hn::Add(u, hn::Add(hn::Set(du, 0x7fffu), lsb));
-    return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)),
-                          hn::Or(u, hn::Set(du, 0x00400000u)), rounded);
+    return hn::Add(u, hn::Add(hn::Set(du, 0x7fffu), lsb));
   }
   template <class DF>
   static HWY_INLINE void Store2(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, T* p) {
     const hn::RebindToUnsigned<DF> du;
-    const auto w = hn::Or(hn::And(RoundHigh(df, odd), hn::Set(du, 0xffff0000u)),
-                          hn::ShiftRight<16>(RoundHigh(df, even)));
+    const auto w =
+        hn::Or(hn::And(RoundHighOfResult(df, odd), hn::Set(du, 0xffff0000u)),
+               hn::ShiftRight<16>(RoundHighOfResult(df, even)));
     hn::StoreU(w, du, reinterpret_cast<uint32_t*>(p));
   }
 };
 
+#undef GELU_CPU_HAVE_BF16_ROUNDING_INSN  // per target (this file is re-included)
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#define GELU_CPU_HAVE_BF16_ROUNDING_INSN 1
+// BF16Pairs with the rounding of AVX512_BF16's vcvtne2ps2bf16: one
+// instruction for both vectors (round-to-nearest-even, NaN quieted as
+// BF16::Store does) and one vpermw back to the even/odd layout, against 10
+// integer ops (0.145 -> 0.17 with the checks below, against 0.195 ns/element
+// for the bf16 forward, AVX-512 Zen 5, 16K elements, 1 thread). Only where
+// use_avx512_bf16() (src/cpu/cpu_features.hpp) says so; written as inline asm
+// because Highway 1.0's AVX3 target does not enable the instruction set.
+// The instruction flushes subnormal inputs to zero, so a step with a
+// subnormal result (deep negative tail, tiny dy) rounds in integer lanes.
+struct BF16PairsAvx512Bf16 : BF16Pairs {
+  template <class DF>
+  static HWY_INLINE void Store2(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, T* p) {
+    static_assert(hn::MaxLanes(DF()) == 16, "512-bit vectors only");
+    const __mmask16 sub = _kor_mask16(_mm512_fpclass_ps_mask(even.raw, 0x20),
+                                      _mm512_fpclass_ps_mask(odd.raw, 0x20));
+    if (HWY_UNLIKELY(!_kortestz_mask16_u8(sub, sub))) {
+      BF16Pairs::Store2(df, even, odd, p);
+      return;
+    }
+    __m512i halves;  // words 0..15: even lanes, 16..31: odd lanes
+    asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(halves) : "v"(odd.raw), "v"(even.raw));
+    const __m512i interleave = _mm512_set_epi16(
+        31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,  //
+        23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    _mm512_storeu_si512(p, _mm512_permutexvar_epi16(interleave, halves));
+  }
+};
+#endif
+
 // IEEE binary16 storage (raw uint16_t bits).
 struct F16 {
   using T = uint16_t;
+  // The kernels' load: F16C (vcvtph2ps) on AVX2 and better, exact except
+  // that a signaling NaN comes back quiet. That never shows in a kernel's
+  // results: every result is arithmetic on its inputs (no input is passed
+  // through), which quiets a signaling NaN anyway. The integer decode
+  // elsewhere.
   template <class DF>
   static HWY_INLINE hn::Vec<DF> Load(DF df, const T* p) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+#else
+    return LoadExact(df, p);
+#endif
+  }
+
+  // Exact on every target, NaN payloads and signaling NaNs kept, as
+  // src/core/convert.hpp (the conversion kernel to_f32 uses it).
+  template <class DF>
+  static HWY_INLINE hn::Vec<DF> LoadExact(DF df, const T* p) {
     const hn::RebindToUnsigned<DF> du;
     const hn::RebindToSigned<DF> di;
     const hn::Rebind<uint16_t, DF> d16;
