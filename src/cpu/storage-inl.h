@@ -29,8 +29,24 @@ namespace gelu::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// Two consecutive vectors per step, for storages whose Load/Store convert one
+// vector at a time: [p, p + N) and [p + N, p + 2N).
+template <class S, class T>
+struct Contiguous2 {
+  template <class DF>
+  static HWY_INLINE void Load2(DF df, const T* p, hn::Vec<DF>& a, hn::Vec<DF>& b) {
+    a = S::Load(df, p);
+    b = S::Load(df, p + hn::Lanes(df));
+  }
+  template <class DF>
+  static HWY_INLINE void Store2(DF df, hn::Vec<DF> a, hn::Vec<DF> b, T* p) {
+    S::Store(df, a, p);
+    S::Store(df, b, p + hn::Lanes(df));
+  }
+};
+
 // f32 storage: plain unaligned loads and stores.
-struct F32 {
+struct F32 : Contiguous2<F32, float> {
   using T = float;
   template <class DF>
   static HWY_INLINE hn::Vec<DF> Load(DF df, const T* p) {
@@ -140,7 +156,7 @@ struct BF16PairsAvx512Bf16 : BF16Pairs {
 #endif
 
 // IEEE binary16 storage (raw uint16_t bits).
-struct F16 {
+struct F16 : Contiguous2<F16, uint16_t> {
   using T = uint16_t;
   // The kernels' load: F16C (vcvtph2ps) on AVX2 and better, exact except
   // that a signaling NaN comes back quiet. That never shows in a kernel's
