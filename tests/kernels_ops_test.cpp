@@ -13,6 +13,7 @@
 // Outputs are poisoned first; guard bytes catch writes past the end.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -104,6 +105,11 @@ Buffer clone(const Buffer& b) {
 
 class KernelsOps : public KernelTarget {
  protected:
+  // Highway's HWY_NATIVE_FMA targets among those compiled here.
+  static bool target_has_fma() {
+    const std::string t = cpu::target_name();
+    return t == "AVX2" || t == "AVX3" || t == "AVX3_DL";
+  }
   std::string what(const char* op, Approx a, DType t, int64_t n) const {
     return std::string(op) + " " + approx_name(a) + " " + dtype_name(t) + " n=" +
            std::to_string(n) + " on " + cpu::target_name();
@@ -250,11 +256,16 @@ TEST_P(KernelsOps, RowsMatchPlainF32) {
             dg[r * h + j] = dv[r * h + j] * gate[r * h + j];
           }
         const F gelu_v = plain_fwd(a, t, val), dval = plain_bwd(a, t, dg, val);
+        const F ones(n, 1.0f), grad = plain_bwd(a, t, ones, val);
         F want_gy(n), want_gdx(2 * n);
         for (int64_t i = 0; i < n; ++i) {
           const int64_t r = i / h, j = i % h;
           want_gy[i] = gelu_v[i] * gate[i];
-          want_gdx[r * 2 * h + j] = dval[i];
+          // FMA targets: dy * gate * gelu' rounded once (p + e exactly).
+          const float p = dv[i] * gate[i];
+          const float e = std::isfinite(p) ? std::fma(dv[i], gate[i], -p) : 0.0f;
+          want_gdx[r * 2 * h + j] =
+              target_has_fma() ? std::fma(p, grad[i], e * grad[i]) : dval[i];
           want_gdx[r * 2 * h + h + j] = dv[i] * gelu_v[i];
         }
         gy.poison();

@@ -139,12 +139,7 @@ inline double bound_ulps(DType t, double extra = 0.0) {
 }
 
 inline double error_ulps(DType t, double got, const Expect& e) {
-  const double err = ref::ulp_error(t, got, e.value);  // NaN/inf handling
-  if (!std::isfinite(err) || err == 0.0) return err;
-  const bool scaled = e.scale > 0 && std::isfinite(e.scale);
-  const double unit = std::max(ref::ulp_of(t, scaled ? e.scale : e.value),
-                               std::fabs(e.factor) * kF32Subnormal);
-  return std::fabs(got - e.value) / unit;
+  return ref::contract_ulp_error(t, got, e.value, e.scale, e.factor);
 }
 
 // Checks out[i] against expect(i) for every element; reports and returns

@@ -125,18 +125,18 @@ std::vector<RegionError> measure(const Case& c, Approx form) {
     if (!bwd) {
       const double exact = ref::gelu_fwd(form, s) * gate;
       const double got = load(t, c.out.data(), i);
-      record(s, got, exact, ref::ulp_error(t, got, exact));
+      record(s, got, exact, ref::contract_ulp_error(t, got, exact, 0.0, gate));
       continue;
     }
     const ref::GradTerms g = ref::gelu_bwd_terms(form, s);
     const double exact = dy * gate * ref::gelu_bwd(form, s);
     const double scale = std::fabs(dy * gate) * (std::fabs(g.t1) + std::fabs(g.t2));
     const double got = load(t, c.out.data(), xi);
-    record(s, got, exact, ref::scaled_ulp_error(t, got, exact, scale));
+    record(s, got, exact, ref::contract_ulp_error(t, got, exact, scale, dy * gate));
     if (c.op == Op::geglu_backward) {  // the gate half: dy * gelu(x)
       const double ex2 = dy * ref::gelu_fwd(form, s);
       const double got2 = load(t, c.out.data(), xi + k);
-      record(s, got2, ex2, ref::ulp_error(t, got2, ex2));
+      record(s, got2, ex2, ref::contract_ulp_error(t, got2, ex2, 0.0, dy));
     }
   }
   return out;

@@ -58,4 +58,19 @@ inline double scaled_ulp_error(DType t, double got, double exact,
   return std::fabs(got - exact) / ulp_of(t, scale);
 }
 
+// The contract's error of a result that multiplies an f32 intermediate (gelu
+// or gelu') by `factor` (dy, the gate, dy * gate; 1 for the plain forward):
+// as ulp_error (scale 0) or scaled_ulp_error (scale > 0), but the unit never
+// drops below |factor| * 2^-149, the rounding of a subnormal intermediate
+// (README, Guarantees). Used by the tests and the report alike.
+inline double contract_ulp_error(DType t, double got, double exact, double scale,
+                                 double factor) {
+  const double err = ulp_error(t, got, exact);  // NaN/inf handling
+  if (!std::isfinite(err) || err == 0.0) return err;
+  const bool scaled = scale > 0 && std::isfinite(scale);
+  const double unit = std::fmax(ulp_of(t, scaled ? scale : exact),
+                                std::fabs(factor) * 0x1p-149);
+  return std::fabs(got - exact) / unit;
+}
+
 }  // namespace gelu::ref
