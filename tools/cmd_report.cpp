@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "command.hpp"
+#include "report_cliffs.hpp"
 #include "report_machine.hpp"
 #include "report_onednn.hpp"
 #include "report_sections.hpp"
@@ -166,6 +167,7 @@ int run_report(const std::vector<std::string>& args) {
 
   const auto pending = run_accuracy(s, &torch, r);
   run_throughput(s, &torch, r);
+  run_cliffs(s, r);
   run_overhead(s, &torch, r);
   if (s.peers) {
     std::fprintf(stderr,
@@ -208,9 +210,9 @@ int run_report(const std::vector<std::string>& args) {
   write(json_file, json(r));
   write(out_dir / "report.md", markdown(r));
 
-  std::printf("%s\n%s\n%s\n%s\n", machine_section(r).c_str(),
+  std::printf("%s\n%s\n%s\n%s\n%s\n", machine_section(r).c_str(),
               accuracy_section(r).c_str(), throughput_section(r).c_str(),
-              overhead_section(r).c_str());
+              cliffs_section(r).c_str(), overhead_section(r).c_str());
   std::printf("Wrote %s, %s%s (%.0f s)\n", (out_dir / "report.md").c_str(),
               json_file.c_str(), r.chart.empty() ? "" : (", " + png.string()).c_str(),
               r.seconds);

@@ -21,7 +21,7 @@ struct Case {
   int64_t x_elems = 0, b_elems = 0, dy_elems = 0, out_elems = 0;
 };
 
-// Allocates the tensors; fills inputs with x in [-4, 4), b in [-0.5, 0.5),
+// Allocates the tensors; fills inputs with x ~ N(0, 1), b in [-0.5, 0.5),
 // dy in [-1, 1) when `fill`.
 Case make_case(Op, DType, Shape, bool fill = true);
 

@@ -104,6 +104,18 @@ struct ThroughputRow {
   Stat ours, copy;
   PeerTime onednn, torch;
 };
+// A ratio of elements/s, variant over baseline, timed in the same rounds.
+struct CliffRow {
+  std::string what;  // "bf16 vs f32 elements/s", ...
+  Op op;
+  Approx form;
+  int64_t n;
+  int threads;
+  Stat baseline, variant;
+  double target;  // the ratio issue 4 asks for
+  double ratio() const { return baseline.median / variant.median; }
+};
+
 struct OverheadRow {
   std::string impl, what;
   std::optional<double> ns;

@@ -135,6 +135,24 @@ std::string throughput_section(const Report& r) {
          table(head, rows);
 }
 
+std::string cliffs_section(const Report& r) {
+  std::vector<Row> rows;
+  for (const CliffRow& c : r.cliffs)
+    rows.push_back({c.what, op_info(c.op).name, approx_name(c.form), size_name(c.n),
+                    std::to_string(c.threads), fmt("%.3f", c.baseline.median / c.n),
+                    fmt("%.3f", c.variant.median / c.n), fmt("x%.2f", c.ratio()),
+                    fmt(">= %.1f", c.target) + (c.ratio() >= c.target ? " met" : " MISSED")});
+  return "## Kernel cliffs: storage dtypes and tail-only inputs\n\n"
+         "Elements/s of the variant over the baseline, both timed in the same "
+         "interleaved rounds (medians). Storage: bf16/f16 over f32 at the largest "
+         "size (they move half the bytes). Inputs: x in [-14, -4] (the deep negative "
+         "tail, taken by the exp path) over x ~ N(0, 1), f32, 1 thread, at 256K "
+         "(in cache: the arithmetic alone) and at the largest size.\n\n" +
+         table({"ratio", "op", "form", "size", "thr", "baseline ns/elem",
+                "variant ns/elem", "ratio", "target"},
+               rows);
+}
+
 std::string overhead_section(const Report& r) {
   std::vector<Row> rows;
   for (const OverheadRow& o : r.overhead)
@@ -148,7 +166,8 @@ std::string markdown(const Report& r) {
                   fmt("%.0f", r.seconds) + " s)\n\n## Timing rules\n\n";
   for (const auto& rule : r.rules) s += "- " + rule + "\n";
   s += "\n" + machine_section(r) + "\n" + accuracy_section(r) + "\n" +
-       throughput_section(r) + "\n" + overhead_section(r) + "\n## Chart\n\n";
+       throughput_section(r) + "\n" + cliffs_section(r) + "\n" + overhead_section(r) +
+       "\n## Chart\n\n";
   s += r.chart.empty() ? r.chart_note + "\n"
                        : "![GB/s against size](" + r.chart + ")\n\n" + r.chart_note + "\n";
   return s;
@@ -187,6 +206,16 @@ std::string json(const Report& r) {
       << ", \"n\": " << t.n << ", \"threads\": " << t.threads << ", \"bytes\": " << t.bytes
       << ", \"ours\": " << jstat(t.ours) << ", \"copy\": " << jstat(t.copy)
       << ", \"onednn\": " << jpeer(t.onednn) << ", \"torch\": " << jpeer(t.torch) << "}";
+  }
+  o << "],\n\"cliffs\": [";
+  for (size_t i = 0; i < r.cliffs.size(); ++i) {
+    const CliffRow& c = r.cliffs[i];
+    o << (i ? ", " : "") << "{\"ratio\": " << jstr(c.what) << ", \"op\": "
+      << jstr(op_info(c.op).name) << ", \"form\": " << jstr(approx_name(c.form))
+      << ", \"n\": " << c.n << ", \"threads\": " << c.threads
+      << ", \"baseline_ns\": " << jnum(c.baseline.median)
+      << ", \"variant_ns\": " << jnum(c.variant.median) << ", \"value\": " << jnum(c.ratio())
+      << ", \"target\": " << jnum(c.target) << "}";
   }
   o << "],\n\"overhead\": [";
   for (size_t i = 0; i < r.overhead.size(); ++i)

@@ -16,6 +16,7 @@ struct Report {
   std::vector<std::string> rules;  // timing rules, one sentence each
   std::vector<AccuracyRow> accuracy;
   std::vector<ThroughputRow> throughput;
+  std::vector<CliffRow> cliffs;
   std::vector<OverheadRow> overhead;
   std::string chart;  // file name of the PNG beside report.md, or ""
   std::string chart_note;
@@ -26,6 +27,7 @@ struct Report {
 std::string machine_section(const Report&);
 std::string accuracy_section(const Report&);
 std::string throughput_section(const Report&);
+std::string cliffs_section(const Report&);
 std::string overhead_section(const Report&);
 std::string markdown(const Report&);
 std::string json(const Report&);
