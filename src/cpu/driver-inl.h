@@ -163,10 +163,6 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i) {
       using Core = typename Math::CoreOnly;
       Compute<Core, G>(df, xa, x2a, dya, outa, out2a);
       Compute<Core, G>(df, xb, x2b, dyb, outb, out2b);
-    } else if (Math::AllTail(df, xa, xb)) {  // e.g. deep negative inputs
-      using Tail = typename Math::TailOnly;
-      Compute<Tail, G>(df, xa, x2a, dya, outa, out2a);
-      Compute<Tail, G>(df, xb, x2b, dyb, outb, out2b);
     } else {
       Compute<Math, G>(df, xa, x2a, dya, outa, out2a);
       Compute<Math, G>(df, xb, x2b, dyb, outb, out2b);

@@ -468,24 +468,16 @@ struct QuickTail {
 
 // Both value and grad; callers that use one get the other removed as dead
 // code, so Value/Grad/ValueAndGrad compute bit-identical results.
-// kLanes: kAnyLanes checks; kCoreLanes / kTailLanes: the caller has checked
-// (AllCore / AllTail below) that every lane is in the core / none is, and
-// no branch is taken here.
-enum Lanes { kAnyLanes, kCoreLanes, kTailLanes };
-template <class Tail, int kDeg, bool kLo, Lanes kLanes, class D>
+// kAssumeCore: the caller has checked that every lane is in the core
+// (AllCore below); no branch.
+template <class Tail, int kDeg, bool kLo, bool kAssumeCore, class D>
 HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[16],
                      const float (*tg)[16], VecD<D>& value, VecD<D>& grad) {
   const auto t = hn::Abs(x);
-  if constexpr (kLanes == kCoreLanes) {
+  if constexpr (kAssumeCore) {
     VecD<D> v, g;
     Core<kDeg, kLo>(d, t, tv, tg, v, g);
     FinishCore(d, x, v, g, value, grad);
-    return;
-  }
-  if constexpr (kLanes == kTailLanes) {
-    VecD<D> vs, gs;
-    Tail::Eval(d, MinKeepNaN(d, hn::Set(d, Tail::kTmax), t), vs, gs);
-    FinishTail(d, x, vs, gs, value, grad);
     return;
   }
   const auto in_core = hn::Lt(t, hn::Set(d, kTailStart));  // false for NaN
@@ -514,42 +506,34 @@ HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[16],
 }  // namespace gelu_math
 
 // The three forms share one shape; Tail and the tables select the form, kDeg
-// and kLo the core polynomial (degree, c0 as f32 hi + lo). CoreOnly and
-// TailOnly are the same math without the checks, for vectors AllCore or
-// AllTail has cleared: a caller with two vectors in hand checks both with
-// one branch (the mask-to-branch steps cost ~5% of the core path).
+// and kLo the core polynomial (degree, c0 as f32 hi + lo). CoreOnly is the
+// same math without the tail check, for vectors AllCore has cleared: a
+// caller with two vectors in hand checks both with one branch.
 template <class Tail, const float (*kV)[16], const float (*kG)[16], int kDeg,
-          bool kLo, gelu_math::Lanes kLanes = gelu_math::kAnyLanes>
+          bool kLo, bool kAssumeCore = false>
 struct GeluMathImpl {
-  using CoreOnly = GeluMathImpl<Tail, kV, kG, kDeg, kLo, gelu_math::kCoreLanes>;
-  using TailOnly = GeluMathImpl<Tail, kV, kG, kDeg, kLo, gelu_math::kTailLanes>;
+  using CoreOnly = GeluMathImpl<Tail, kV, kG, kDeg, kLo, true>;
   template <class D>
   static HWY_INLINE bool AllCore(D d, hn::Vec<D> a, hn::Vec<D> b) {
     const auto start = hn::Set(d, gelu_math::kTailStart);  // false for NaN
     return hn::AllTrue(d, hn::And(hn::Lt(hn::Abs(a), start), hn::Lt(hn::Abs(b), start)));
   }
-  // No lane of a or b in the core (tail, infinite or NaN).
-  template <class D>
-  static HWY_INLINE bool AllTail(D d, hn::Vec<D> a, hn::Vec<D> b) {
-    const auto start = hn::Set(d, gelu_math::kTailStart);
-    return hn::AllFalse(d, hn::Or(hn::Lt(hn::Abs(a), start), hn::Lt(hn::Abs(b), start)));
-  }
   template <class D>
   static HWY_INLINE hn::Vec<D> Value(D d, hn::Vec<D> x) {
     hn::Vec<D> v, g;
-    gelu_math::Eval<Tail, kDeg, kLo, kLanes>(d, x, kV, kG, v, g);
+    gelu_math::Eval<Tail, kDeg, kLo, kAssumeCore>(d, x, kV, kG, v, g);
     return v;
   }
   template <class D>
   static HWY_INLINE hn::Vec<D> Grad(D d, hn::Vec<D> x) {
     hn::Vec<D> v, g;
-    gelu_math::Eval<Tail, kDeg, kLo, kLanes>(d, x, kV, kG, v, g);
+    gelu_math::Eval<Tail, kDeg, kLo, kAssumeCore>(d, x, kV, kG, v, g);
     return g;
   }
   template <class D>
   static HWY_INLINE void ValueAndGrad(D d, hn::Vec<D> x, hn::Vec<D>& value,
                                       hn::Vec<D>& grad) {
-    gelu_math::Eval<Tail, kDeg, kLo, kLanes>(d, x, kV, kG, value, grad);
+    gelu_math::Eval<Tail, kDeg, kLo, kAssumeCore>(d, x, kV, kG, value, grad);
   }
 };
 
