@@ -136,6 +136,20 @@ struct BF16Pairs : BF16 {
 // The instruction flushes subnormal inputs to zero, so a step with a
 // subnormal result (deep negative tail, tiny dy) rounds in integer lanes.
 struct BF16PairsAvx512Bf16 : BF16Pairs {
+  // One vector (the dbias path and the from_f32 conversion): vcvtneps2bf16;
+  // a NaN comes out as BF16::Store makes it (upper half, quiet bit set).
+  template <class DF>
+  static HWY_INLINE void Store(DF df, hn::Vec<DF> v, T* p) {
+    static_assert(hn::MaxLanes(DF()) == 16, "512-bit vectors only");
+    const __mmask16 sub = _mm512_fpclass_ps_mask(v.raw, 0x20);
+    if (HWY_UNLIKELY(!_kortestz_mask16_u8(sub, sub))) {
+      BF16::Store(df, v, p);
+      return;
+    }
+    __m256i r;
+    asm("vcvtneps2bf16 %1, %0" : "=v"(r) : "v"(v.raw));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r);
+  }
   template <class DF>
   static HWY_INLINE void Store2(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, T* p) {
     static_assert(hn::MaxLanes(DF()) == 16, "512-bit vectors only");
