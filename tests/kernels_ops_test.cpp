@@ -13,6 +13,7 @@
 // Outputs are poisoned first; guard bytes catch writes past the end.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -188,7 +189,9 @@ struct Block {
 const Block kBlocks[] = {{1, 1, 1, 0},    {37, 1, 1, 0},    {5, 3, 3, 0},
                          {7, 13, 13, 0},  {3, 49, 49, 0},   {2, 1031, 1031, 0},
                          {4, 16, 16, 0},  {5, 7, 20, 3},    {3, 33, 70, 17},
-                         {0, 5, 5, 0},    {4, 0, 6, 2}};
+                         {0, 5, 5, 0},    {4, 0, 6, 2},
+                         // past one dbias tile (4096 columns), 5 rows: a short group
+                         {5, 4100, 4111, 5}};
 
 TEST_P(KernelsOps, RowsMatchPlainF32) {
   for (Approx a : kForms)
@@ -219,9 +222,15 @@ TEST_P(KernelsOps, RowsMatchPlainF32) {
                       at(out, off));
         expect_bits(out, want_y, at_elem, "bias_fwd " + w);
 
+        // dbias: f32 sums over groups of 4 rows, added in double (kernels.hpp).
         std::vector<double> dbias(k.cols + 1, -1.0), want_db(k.cols, 0.0);
-        for (int64_t r = 0; r < k.rows; ++r)
-          for (int64_t j = 0; j < k.cols; ++j) want_db[j] += want_dx[r * k.stride + off + j];
+        for (int64_t r0 = 0; r0 < k.rows; r0 += 4)
+          for (int64_t j = 0; j < k.cols; ++j) {
+            float group = want_dx[r0 * k.stride + off + j];
+            for (int64_t r = r0 + 1; r < std::min(k.rows, r0 + 4); ++r)
+              group += want_dx[r * k.stride + off + j];
+            want_db[j] += group;
+          }
         out.poison();
         cpu::bias_bwd(a, t, k.rows, k.cols, k.stride, at(dy, off), at(x, off),
                       at(bias, off), at(out, off), dbias.data());

@@ -29,8 +29,10 @@ void add_bwd(Approx, DType, int64_t n, const void* dy, const void* a,
 void bias_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
               const void* x, const void* bias, void* y);
 // dbias[j] = sum over the chunk's rows of dx[i, j] (the f32 values, before
-// rounding to storage), summed in row order in double and stored (not
-// accumulated). The op layer combines chunk sums in a fixed order.
+// rounding to storage): each group of 4 consecutive rows from the chunk's
+// first summed in f32, (((r0 + r1) + r2) + r3), the group sums added in
+// double in row order; stored, not accumulated. The op layer combines chunk
+// sums in a fixed order.
 void bias_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
               const void* dy, const void* x, const void* bias, void* dx,
               double* dbias);

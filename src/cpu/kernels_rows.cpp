@@ -36,12 +36,8 @@ void BiasBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
   for (int64_t j = 0; j < cols; ++j) dbias[j] = 0.0;
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t o = r * stride;
-      Row<decltype(m), S, kSum | kBackward | kDbias>(
-          cols, {CP<S>(dy) + o, CP<S>(x) + o, CP<S>(bias), P<S>(dx) + o,
-                 nullptr, dbias});
-    }
+    BiasBackwardRows<decltype(m), S>(rows, cols, stride, CP<S>(dy), CP<S>(x), CP<S>(bias),
+                                     P<S>(dx), dbias);
   });
 }
 

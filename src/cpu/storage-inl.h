@@ -215,6 +215,7 @@ struct F16 : Contiguous2<F16, uint16_t> {
   template <class DF>
   static HWY_INLINE void Store(DF df, hn::Vec<DF> v, T* p) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+    (void)df;
     const hn::Rebind<hwy::float16_t, DF> dh;
     hn::StoreU(hn::DemoteTo(dh, v), dh, reinterpret_cast<hwy::float16_t*>(p));
 #else
