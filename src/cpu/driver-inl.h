@@ -178,8 +178,10 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i) {
     }
     S::Store2(df, outa, outb, s.out + i);
     if constexpr (kOut2) S::Store2(df, out2a, out2b, s.out2 + i);
-    Accumulate<F>(df, outa, s.acc + i);
-    Accumulate<F>(df, outb, s.acc + i + hn::Lanes(df));
+    if constexpr ((F & (kAccInit | kAccAdd)) != 0) {  // acc is null otherwise
+      Accumulate<F>(df, outa, s.acc + i);
+      Accumulate<F>(df, outb, s.acc + i + hn::Lanes(df));
+    }
   } else {
     using L = S;
     hn::Vec<DF> x = L::Load(df, s.x + i), x2, dy, out, out2;
@@ -188,7 +190,7 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i) {
     Compute<Math, F>(df, x, x2, dy, out, out2);
     L::Store(df, out, s.out + i);
     if constexpr (kOut2) L::Store(df, out2, s.out2 + i);
-    Accumulate<F>(df, out, s.acc + i);
+    if constexpr ((F & (kAccInit | kAccAdd)) != 0) Accumulate<F>(df, out, s.acc + i);
   }
 }
 
