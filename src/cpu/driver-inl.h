@@ -183,13 +183,12 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i) {
       Accumulate<F>(df, outb, s.acc + i + hn::Lanes(df));
     }
   } else {
-    using L = S;
-    hn::Vec<DF> x = L::Load(df, s.x + i), x2, dy, out, out2;
-    if constexpr (kTwo) x2 = L::Load(df, s.x2 + i);
-    if constexpr (kBwd) dy = L::Load(df, s.dy + i);
+    hn::Vec<DF> x = S::Load(df, s.x + i), x2, dy, out, out2;
+    if constexpr (kTwo) x2 = S::Load(df, s.x2 + i);
+    if constexpr (kBwd) dy = S::Load(df, s.dy + i);
     Compute<Math, F>(df, x, x2, dy, out, out2);
-    L::Store(df, out, s.out + i);
-    if constexpr (kOut2) L::Store(df, out2, s.out2 + i);
+    S::Store(df, out, s.out + i);
+    if constexpr (kOut2) S::Store(df, out2, s.out2 + i);
     if constexpr ((F & (kAccInit | kAccAdd)) != 0) Accumulate<F>(df, out, s.acc + i);
   }
 }

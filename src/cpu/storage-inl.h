@@ -67,17 +67,23 @@ struct BF16 {
     const hn::Rebind<uint16_t, DF> d16;
     return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(d16, p))));
   }
+  // The f32 bits rounded to nearest-even in the upper 16 bits (the lower
+  // bits are garbage); right for every value but a NaN with nonzero low
+  // bits, which can carry (Store handles NaN apart).
   template <class DF>
-  static HWY_INLINE void Store(DF, hn::Vec<DF> v, T* p) {
+  static HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundHigh(DF, hn::Vec<DF> v) {
+    const hn::RebindToUnsigned<DF> du;
+    const auto u = hn::BitCast(du, v);
+    const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
+    return hn::Add(u, hn::Add(hn::Set(du, 0x7fffu), lsb));
+  }
+  template <class DF>
+  static HWY_INLINE void Store(DF df, hn::Vec<DF> v, T* p) {
     const hn::RebindToUnsigned<DF> du;
     const hn::RebindToSigned<DF> di;
     const hn::Rebind<uint16_t, DF> d16;
-    const auto u = hn::BitCast(du, v);
-    const auto hi = hn::ShiftRight<16>(u);
-    const auto lsb = hn::And(hi, hn::Set(du, 1u));
-    const auto rounded =
-        hn::ShiftRight<16>(hn::Add(u, hn::Add(hn::Set(du, 0x7fffu), lsb)));
-    const auto quiet = hn::Or(hi, hn::Set(du, 0x0040u));
+    const auto rounded = hn::ShiftRight<16>(RoundHigh(df, v));
+    const auto quiet = hn::Or(hn::ShiftRight<16>(hn::BitCast(du, v)), hn::Set(du, 0x0040u));
     const auto r = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
     // Every lane is < 2^16, so the saturating i32 -> u16 demotion is exact.
     hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, r)), d16, p);
@@ -98,27 +104,19 @@ struct BF16Pairs : BF16 {
     even = hn::BitCast(df, hn::ShiftLeft<16>(w));
     odd = hn::BitCast(df, hn::And(w, hn::Set(du, 0xffff0000u)));
   }
-  // The f32 bits rounded to nearest-even in the upper 16 bits (lower bits
-  // are garbage). No NaN case, unlike BF16::Store: Store2 only ever sees the
-  // kernels' results, and a NaN result is an input NaN (a bf16, so its low 16
-  // bits are zero) or the default NaN (low bits zero too), quieted or not;
-  // adding 0x7fff + lsb to zero low bits cannot carry, so it stays that NaN.
-  // The three NaN ops cost 0.03-0.04 ns/element, 15% of the bf16 forward
+  // RoundHigh without Store's NaN case: Store2 only ever sees the kernels'
+  // results, and a NaN result is an input NaN (a bf16, so its low 16 bits
+  // are zero) or the default NaN (low bits zero too), quieted or not; adding
+  // 0x7fff + lsb to zero low bits cannot carry, so it stays that NaN. The
+  // three NaN ops cost 0.03-0.04 ns/element, 15% of the bf16 forward
   // (measured on AVX-512 Zen 5, 256K elements, 1 thread). Every bf16 NaN
-  // pattern through every op is tested (tests/ops_special_values_test.cpp).
-  template <class DF>
-  static HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundHighOfResult(DF, hn::Vec<DF> v) {
-    const hn::RebindToUnsigned<DF> du;
-    const auto u = hn::BitCast(du, v);
-    const auto lsb = hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u));
-    return hn::Add(u, hn::Add(hn::Set(du, 0x7fffu), lsb));
-  }
+  // pattern goes through gelu and gelu_backward in
+  // tests/accuracy_sweep_test.cpp (all 65536 inputs).
   template <class DF>
   static HWY_INLINE void Store2(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, T* p) {
     const hn::RebindToUnsigned<DF> du;
-    const auto w =
-        hn::Or(hn::And(RoundHighOfResult(df, odd), hn::Set(du, 0xffff0000u)),
-               hn::ShiftRight<16>(RoundHighOfResult(df, even)));
+    const auto w = hn::Or(hn::And(RoundHigh(df, odd), hn::Set(du, 0xffff0000u)),
+                          hn::ShiftRight<16>(RoundHigh(df, even)));
     hn::StoreU(w, du, reinterpret_cast<uint32_t*>(p));
   }
 };
