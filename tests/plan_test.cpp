@@ -104,7 +104,12 @@ TEST(Plan, RowBlocksBoundedForDbias) {
   for (const Shape& s : kShapes) {
     const Plan p = make_plan(s.rows, s.cols, DType::f32, 3, kDev, 0);
     EXPECT_LE(p.row_tasks, kMaxRowTasks) << s.rows << "x" << s.cols;
+    const Plan d = make_plan(s.rows, s.cols, DType::f32, 3, kDev, 0, kMaxDbiasRowTasks);
+    EXPECT_LE(d.row_tasks, kMaxDbiasRowTasks) << s.rows << "x" << s.cols;
   }
+  // 8192 x 4096 f32 tiles into 10-row blocks; the cap makes them 512 rows.
+  EXPECT_EQ(make_plan(8192, 4096, DType::f32, 3, kDev, 0, kMaxDbiasRowTasks).row_tasks,
+            kMaxDbiasRowTasks);
 }
 
 TEST(Plan, WorkingSetFitsHalfOfL2) {

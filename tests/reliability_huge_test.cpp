@@ -49,7 +49,7 @@ const Machine kMachines[] = {
 // Checks every property the op layer relies on for one plan; walks the tasks
 // exactly as run_tasks does (all of them when few enough, else a sample).
 void check_plan(int64_t rows, int64_t cols, const Plan& p, int want_threads,
-                const Machine& m) {
+                const Machine& m, int64_t max_row_tasks) {
   SCOPED_TRACE(::testing::Message() << "rows " << rows << " cols " << cols
                                     << " " << gelu::core::describe_plan(p));
   ASSERT_GE(p.threads, 1);
@@ -60,7 +60,7 @@ void check_plan(int64_t rows, int64_t cols, const Plan& p, int want_threads,
   ASSERT_EQ(i128(p.col_tasks), (i128(cols) + p.col_block - 1) / p.col_block);
   ASSERT_EQ(i128(p.tasks()), i128(p.row_tasks) * p.col_tasks);
   // bias_gelu_backward keeps row_tasks * cols partial sums of dbias.
-  ASSERT_LE(p.row_tasks, gelu::core::kMaxRowTasks);
+  ASSERT_LE(p.row_tasks, max_row_tasks);
   auto task = [&](int64_t t, i128& elems) {
     const int64_t r = t / p.col_tasks, c = t % p.col_tasks;
     const int64_t r0 = r * p.row_block, c0 = c * p.col_block;
@@ -99,13 +99,14 @@ TEST(ReliabilityHuge, PlanTilesCountsAbove2To32) {
     for (auto [rows, cols] : shapes)
       for (DType t : {DType::f32, DType::bf16})
         for (int streams : {2, 3, 5})
+          for (int64_t cap : {gelu::core::kMaxRowTasks, gelu::core::kMaxDbiasRowTasks})
           for (int threads : {0, 1, 2, 7, 1000}) {
             const Plan p =
-                gelu::core::make_plan(rows, cols, t, streams, m, threads);
-            check_plan(rows, cols, p, threads, m);
+                gelu::core::make_plan(rows, cols, t, streams, m, threads, cap);
+            check_plan(rows, cols, p, threads, m, cap);
             if (HasFatalFailure()) return;
             // dbias sums over row blocks: they must not depend on threads.
-            const Plan one = gelu::core::make_plan(rows, cols, t, streams, m, 1);
+            const Plan one = gelu::core::make_plan(rows, cols, t, streams, m, 1, cap);
             EXPECT_EQ(p.row_block, one.row_block);
             EXPECT_EQ(p.col_block, one.col_block);
           }

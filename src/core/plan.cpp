@@ -53,7 +53,8 @@ const Machine& this_machine() {
 }
 
 Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
-               const Machine& machine, int requested_threads) {
+               const Machine& machine, int requested_threads,
+               int64_t max_row_tasks) {
   Plan p{};
   rows = std::max<int64_t>(rows, 0);
   cols = std::max<int64_t>(cols, 0);
@@ -71,8 +72,9 @@ Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
   p.col_block = cols <= tile ? std::max<int64_t>(cols, 1) : tile;
   p.row_block = std::max<int64_t>(1, tile / p.col_block);
   // Bound the number of row blocks: the op layer keeps one row of dbias
-  // partial sums per row block.
-  p.row_block = std::max(p.row_block, ceil_div(std::max<int64_t>(rows, 1), kMaxRowTasks));
+  // partial sums per row block (plan.hpp).
+  p.row_block = std::max(p.row_block, ceil_div(std::max<int64_t>(rows, 1),
+                                               std::max<int64_t>(max_row_tasks, 1)));
   p.row_block = std::min(p.row_block, std::max<int64_t>(rows, 1));
   p.row_tasks = rows > 0 ? ceil_div(rows, p.row_block) : 0;
   p.col_tasks = cols > 0 ? ceil_div(cols, p.col_block) : 0;
