@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch peer of `gelu-fusion report` (run by tools/report_torch.cpp).
 
-Usage: report_torch.py REQUEST RESULT
+Usage: report_torch.py REQUEST RESULT [PACKAGE_DIR]
 
 REQUEST holds one job a line:
   acc ID OP FORM DTYPE ROWS COLS DIR    run OP once on DIR/acc_ID_{x,b,dy}.bin,
@@ -9,6 +9,9 @@ REQUEST holds one job a line:
   tp OP FORM DTYPE ROWS COLS THREADS COPY_BYTES MIN_ROUNDS MAX_ROUNDS BUDGET_MS
   ovh                                   per-call overhead of a 1-element gelu
 RESULT gets one line per job: "... ok FIGURES" or "... na REASON".
+With PACKAGE_DIR (build/python, where the adapter is built), a tp job also
+times our op there, called through its out= overload on the same inputs, in
+the same interleaved rounds: tp FIGURES are then "PYTORCH COPY OURS".
 
 What each op is in PyTorch: the call a PyTorch user makes, on preallocated
 outputs (out= variants), so that allocation is nobody's cost:
@@ -22,7 +25,9 @@ outputs (out= variants), so that allocation is nobody's cost:
   geglu_backward      dy*g -> gelu_backward(., a) and dy * saved gelu(a)
 Timing mirrors the C++ side: warm-up, repetitions calibrated to >= 100 us a
 sample, rounds interleaved with a copy of the same traffic (dst.copy_(src)
-inside this process), median with min and max.
+inside this process), median with min and max. Ours runs between PyTorch's
+call and the copy in every round, so a ratio of the two medians is taken side
+by side: machine load that comes and goes hits both alike.
 """
 import os
 import sys
@@ -51,6 +56,14 @@ def main():
             f.write("error not installed (%s)\n" % e)
         return
     results.append("version %s" % torch.__version__)
+    ours_ops = None
+    if len(sys.argv) > 3:
+        try:
+            sys.path.insert(0, sys.argv[3])
+            import gelu_fusion  # noqa: F401  (registers torch.ops.gelu_fusion)
+            ours_ops = torch.ops.gelu_fusion
+        except Exception as e:  # noqa: BLE001 - then PyTorch alone is timed
+            log("no adapter in %s (%s): PyTorch timed alone" % (sys.argv[3], e))
     dtypes = {"f32": (torch.float32, np.float32),
               "bf16": (torch.bfloat16, np.int16),
               "f16": (torch.float16, np.int16)}
@@ -116,6 +129,24 @@ def main():
                             gelu_bwd_out(tmp, a, approximate=form, grad_input=da),
                             torch.mul(dy, ga, out=dg))
         raise ValueError("unknown op " + op)
+
+    def ours(op, form, t):
+        """Our op through its out= overload, into outputs of its own."""
+        x, f = t["x"], getattr(ours_ops, op).out
+        out = torch.empty_like(t["out"])
+        if op in ("gelu", "geglu"):
+            return lambda: f(x, approximate=form, out=out)
+        if op in ("bias_gelu", "add_gelu"):
+            b = t["b"]
+            return lambda: f(x, b, approximate=form, out=out)
+        dy = t["dy"]
+        if op in ("gelu_backward", "geglu_backward"):
+            return lambda: f(dy, x, approximate=form, out=out)
+        b = t["b"]
+        if op == "add_gelu_backward":
+            return lambda: f(dy, x, b, approximate=form, out=out)
+        db = torch.empty_like(b)
+        return lambda: f(dy, x, b, approximate=form, grad_x=out, grad_bias=db)
 
     def sample(fn, reps):
         t0 = time.perf_counter_ns()
@@ -212,11 +243,14 @@ def main():
                     cache.clear()
                     t = tensors(op, dt, rows, cols)
                     cache.update(key=(op, form, dt, rows, cols), fn=composition(op, form, t),
+                                 ours=ours(op, form, t) if ours_ops else None,
                                  src=torch.ones(copy_bytes, dtype=torch.uint8),
                                  dst=torch.empty(copy_bytes, dtype=torch.uint8))
                 fn, src, dst = cache["fn"], cache["src"], cache["dst"]
-                s = interleaved([fn, lambda: dst.copy_(src)], min_r, max_r, budget)
-                results.append("%s ok %s %s" % (head, s[0], s[1]))
+                fns = [fn] + ([cache["ours"]] if cache["ours"] else [])
+                s = interleaved(fns + [lambda: dst.copy_(src)], min_r, max_r, budget)
+                results.append("%s ok %s %s%s" % (head, s[0], s[-1],
+                                                  " " + s[1] if len(s) == 3 else ""))
             except Exception as e:  # noqa: BLE001
                 results.append("%s na %s" % (head, why(form, dt, e)))
         elif kind == "ovh":

@@ -85,11 +85,13 @@ std::vector<std::string> timing_rules(const Settings& s) {
       "torch.set_num_threads; the copy: as many OpenMP threads). Threads are "
       "bound to cores only if OMP_PROC_BIND says so (see Machine).",
       "PyTorch is measured by scripts/report_torch.py, run by the system python "
-      "after our sections: it interleaves its call with a copy of the same "
-      "traffic (dst.copy_(src)) inside python the same way. Its ratio divides "
-      "medians taken in two processes a minute or so apart: not side by side "
-      "like oneDNN's. Its timing includes python's per-call dispatch (see the "
-      "overhead table).",
+      "after our sections: it interleaves its call, ours (the same op through "
+      "the PyTorch adapter's out= overload, torch.ops.gelu_fusion.<op>.out, on "
+      "the same inputs) and a copy of the same traffic (dst.copy_(src)), round "
+      "by round. vs PyTorch divides those two medians: side by side, and both "
+      "through python's per-call dispatch (see the overhead table). Without "
+      "the adapter (not built) it divides PyTorch's python median by ours from "
+      "this process, taken a minute or so apart.",
       "Per-call overhead is measured separately on a 1-element call.",
       "Inputs: x uniform in [-4, 4), bias/addend in [-0.5, 0.5), dy in [-1, 1); "
       "shapes [n/4096, 4096] (one row when 4096 does not divide n).",

@@ -92,6 +92,9 @@ struct Stat {  // nanoseconds per call over the rounds
 struct PeerTime {
   std::optional<Stat> t;      // absent: see note
   std::optional<Stat> copy;   // the peer's own copy (PyTorch: inside python)
+  // Ours, timed in the peer's own rounds (PyTorch: through the adapter's
+  // out= overloads); when present the ratio is taken against this.
+  std::optional<Stat> ours;
   std::string note;
 };
 struct ThroughputRow {

@@ -52,9 +52,10 @@ std::string ulp_cell(const RegionError& e) {
 }
 
 // "x1.85": the peer's median time over ours (above 1: we are faster).
+// Against ours timed in the peer's own rounds when there is such a figure.
 std::string ratio(const PeerTime& p, const Stat& ours) {
   if (!p.t) return p.note.empty() ? "-" : p.note;
-  return fmt("x%.2f", p.t->median / ours.median);
+  return fmt("x%.2f", p.t->median / (p.ours ? *p.ours : ours).median);
 }
 
 std::string jstr(const std::string& s) {
@@ -76,6 +77,7 @@ std::string jpeer(const PeerTime& p) {
   std::string s = "{\"note\": " + jstr(p.note);
   if (p.t) s += ", \"time\": " + jstat(*p.t);
   if (p.copy) s += ", \"copy\": " + jstat(*p.copy);
+  if (p.ours) s += ", \"ours_same_rounds\": " + jstat(*p.ours);
   return s + "}";
 }
 
@@ -131,7 +133,8 @@ std::string throughput_section(const Report& r) {
          "measured in the same rounds. vs X: X's median time over ours (x2.00 = "
          "we take half the time). oneDNN: eltwise GELU (bias/add: binary add with "
          "a GELU post-op); PyTorch: the unfused composition a user writes, timed "
-         "in python (see rules).\n\n" +
+         "in python in the same rounds as ours called through the PyTorch "
+         "adapter (see rules).\n\n" +
          table(head, rows);
 }
 

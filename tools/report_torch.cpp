@@ -19,6 +19,12 @@ std::string python() {
   return p && *p ? p : "/usr/bin/python3";
 }
 
+// build/python: the PyTorch adapter's package, when it is built.
+std::string package_dir() {
+  const char* p = std::getenv("GELU_PYTHON_PACKAGE_DIR");
+  return p && *p ? p : GELU_PYTHON_PACKAGE_DIR;
+}
+
 std::string script() {
   const char* p = std::getenv("GELU_SOURCE_DIR");
   return std::string(p && *p ? p : GELU_SOURCE_DIR) + "/scripts/report_torch.py";
@@ -88,7 +94,8 @@ bool TorchPeer::run() {
   }
   std::fflush(stdout);
   const std::string cmd =
-      quote(python()) + " " + quote(script()) + " " + quote(req) + " " + quote(res);
+      quote(python()) + " " + quote(script()) + " " + quote(req) + " " + quote(res) +
+      " " + quote(package_dir());
   const int rc = std::system(cmd.c_str());
   std::ifstream in(res);
   if (!in) {
@@ -120,6 +127,8 @@ bool TorchPeer::run() {
       if (status == "ok") {
         pt.t = read_stat(l);
         pt.copy = read_stat(l);
+        Stat ours = read_stat(l);  // absent when the adapter is not built
+        if (l) pt.ours = ours;
       } else {
         pt.note = rest(l);
       }

@@ -184,6 +184,12 @@ Tensor geglu_autograd(const Tensor& x, string_view approximate) {
 }  // namespace
 }  // namespace gelu_torch
 
+namespace gelu_torch {
+constexpr const char* kOutOverloads[] = {
+    "gelu.out",     "gelu_backward.out",     "bias_gelu.out", "bias_gelu_backward.out",
+    "add_gelu.out", "add_gelu_backward.out", "geglu.out",     "geglu_backward.out"};
+}  // namespace gelu_torch
+
 TORCH_LIBRARY_IMPL(gelu_fusion, Autograd, m) {
   using namespace gelu_torch;
   m.impl("gelu", &gelu_autograd);
@@ -195,4 +201,15 @@ TORCH_LIBRARY_IMPL(gelu_fusion, Autograd, m) {
   for (const char* name : {"gelu_backward", "bias_gelu_backward",
                            "add_gelu_backward", "geglu_backward"})
     m.impl(name, torch::autograd::autogradNotImplementedFallback());
+  // out= overloads are not differentiable (as aten's): a result computed
+  // from inputs that require grad raises when backward reaches it.
+  for (const char* name : kOutOverloads)
+    m.impl(name, torch::autograd::autogradNotImplementedFallback());
+}
+
+// Bumps the version counter of the written outputs (so autograd notices a
+// saved tensor overwritten by an out= call), as aten's ADInplaceOrView does.
+TORCH_LIBRARY_IMPL(gelu_fusion, ADInplaceOrView, m) {
+  for (const char* name : gelu_torch::kOutOverloads)
+    m.impl(name, torch::autograd::autogradNotImplementedInplaceOrViewFallback());
 }

@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/native/Resize.h>
 
 #include <limits>
 #include <string>
@@ -79,6 +80,35 @@ inline at::Tensor new_output(at::IntArrayRef sizes, const at::Tensor& like) {
                                         at::MemoryFormat::Contiguous));
   if (poison_outputs()) out.fill_(std::numeric_limits<double>::quiet_NaN());
   return out;
+}
+
+// An out= argument must be a CPU tensor of the dtype the op writes there.
+inline void check_out(const char* op, const char* name, const at::Tensor& out,
+                      const at::Tensor& like) {
+  TORCH_CHECK(out.device().is_cpu(), "gelu_fusion::", op, ": ", name, " is on ",
+              out.device(), ", expected a CPU tensor");
+  TORCH_CHECK(out.layout() == at::kStrided, "gelu_fusion::", op, ": ", name,
+              " has layout ", out.layout(), ", expected a strided (dense) tensor");
+  TORCH_CHECK(out.scalar_type() == like.scalar_type(), "gelu_fusion::", op, ": ",
+              name, " has dtype ", out.scalar_type(), ", expected ",
+              like.scalar_type(), " (the dtype this op writes there)");
+}
+
+// The tensor a kernel writes for the out= argument `out` of `sizes`: out
+// itself when it is contiguous and of that shape (the library then checks
+// its aliasing with the inputs), else a fresh one that commit_out copies in.
+// So a call that fails leaves out untouched, as the library's own calls do.
+inline at::Tensor direct_or_temp(const at::Tensor& out, at::IntArrayRef sizes) {
+  if (out.sizes() == sizes && out.is_contiguous()) return out;
+  return new_output(sizes, out);
+}
+
+// After a successful call: out gets `result` (resized first, as PyTorch's
+// out= variants do, with their warning when a non-empty out changes shape).
+inline void commit_out(const at::Tensor& out, const at::Tensor& result) {
+  if (result.is_same(out)) return;
+  at::native::resize_output(out, result.sizes());
+  out.copy_(result);
 }
 
 }  // namespace gelu_torch

@@ -8,6 +8,7 @@
 
 #include <limits>
 #include <tuple>
+#include <type_traits>
 
 #include "common.hpp"
 
@@ -23,85 +24,108 @@ namespace {
 using at::Tensor;
 using c10::string_view;
 
-Tensor gelu_cpu(const Tensor& x_in, string_view approximate) {
-  const gelu::DType t = dtype_of("gelu", "x", x_in);
-  const gelu::Options o = options("gelu", approximate);
-  const Tensor x = x_in.contiguous();
-  Tensor y = new_output(x.sizes(), x);
-  call([&] { gelu::gelu(cref(x, t), ref(y, t), o); });
-  return y;
-}
+// Each op in two parts: `<op>_args` checks and prepares the inputs (dtype
+// and device first, then contiguous copies where needed) and `run` calls the
+// library into given contiguous outputs; the functional kernel allocates
+// them, the out= kernel (`<op>.out`, PyTorch's convention) takes the user's.
 
-Tensor gelu_backward_cpu(const Tensor& dy_in, const Tensor& x_in,
-                         string_view approximate) {
-  const gelu::DType t = dtype_of("gelu_backward", "x", x_in);
-  const gelu::DType tdy = dtype_of("gelu_backward", "grad_output", dy_in);
-  const gelu::Options o = options("gelu_backward", approximate);
-  const Tensor x = x_in.contiguous(), dy = dy_in.contiguous();
-  Tensor dx = new_output(x.sizes(), x);
-  call([&] { gelu::gelu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), o); });
-  return dx;
-}
+struct GeluArgs {
+  static constexpr const char* kOp = "gelu";
+  gelu::DType t;
+  gelu::Options o;
+  Tensor x;
+  GeluArgs(const Tensor& x_in, string_view approximate)
+      : t(dtype_of(kOp, "x", x_in)), o(options(kOp, approximate)),
+        x(x_in.contiguous()) {}
+  at::IntArrayRef out_sizes() const { return x.sizes(); }
+  const Tensor& like() const { return x; }
+  void run(Tensor& y) const {
+    call([&] { gelu::gelu(cref(x, t), ref(y, t), o); });
+  }
+};
 
-Tensor bias_gelu_cpu(const Tensor& x_in, const Tensor& bias_in,
-                     string_view approximate) {
-  const gelu::DType t = dtype_of("bias_gelu", "x", x_in);
-  const gelu::DType tb = dtype_of("bias_gelu", "bias", bias_in);
-  const gelu::Options o = options("bias_gelu", approximate);
-  const Tensor x = x_in.contiguous(), bias = bias_in.contiguous();
-  Tensor y = new_output(x.sizes(), x);
-  call([&] { gelu::bias_gelu(cref(x, t), cref(bias, tb), ref(y, t), o); });
-  return y;
-}
+struct GeluBackwardArgs {
+  static constexpr const char* kOp = "gelu_backward";
+  gelu::DType t, tdy;
+  gelu::Options o;
+  Tensor dy, x;
+  GeluBackwardArgs(const Tensor& dy_in, const Tensor& x_in, string_view approximate)
+      : t(dtype_of(kOp, "x", x_in)), tdy(dtype_of(kOp, "grad_output", dy_in)),
+        o(options(kOp, approximate)), dy(dy_in.contiguous()), x(x_in.contiguous()) {}
+  at::IntArrayRef out_sizes() const { return x.sizes(); }
+  const Tensor& like() const { return x; }
+  void run(Tensor& dx) const {
+    call([&] { gelu::gelu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), o); });
+  }
+};
+
+struct BiasGeluArgs {
+  static constexpr const char* kOp = "bias_gelu";
+  gelu::DType t, tb;
+  gelu::Options o;
+  Tensor x, bias;
+  BiasGeluArgs(const Tensor& x_in, const Tensor& bias_in, string_view approximate)
+      : t(dtype_of(kOp, "x", x_in)), tb(dtype_of(kOp, "bias", bias_in)),
+        o(options(kOp, approximate)), x(x_in.contiguous()), bias(bias_in.contiguous()) {}
+  at::IntArrayRef out_sizes() const { return x.sizes(); }
+  const Tensor& like() const { return x; }
+  void run(Tensor& y) const {
+    call([&] { gelu::bias_gelu(cref(x, t), cref(bias, tb), ref(y, t), o); });
+  }
+};
 
 // dbias takes the bias's dtype: the library sums in f32 and rounds once.
-std::tuple<Tensor, Tensor> bias_gelu_backward_cpu(const Tensor& dy_in,
-                                                  const Tensor& x_in,
-                                                  const Tensor& bias_in,
-                                                  string_view approximate) {
-  const char* op = "bias_gelu_backward";
-  const gelu::DType t = dtype_of(op, "x", x_in);
-  const gelu::DType tdy = dtype_of(op, "grad_output", dy_in);
-  const gelu::DType tb = dtype_of(op, "bias", bias_in);
-  const gelu::Options o = options(op, approximate);
-  const Tensor x = x_in.contiguous(), dy = dy_in.contiguous(),
-               bias = bias_in.contiguous();
-  Tensor dx = new_output(x.sizes(), x);
-  Tensor dbias = new_output(bias.sizes(), bias);
-  call([&] {
-    gelu::bias_gelu_backward(cref(dy, tdy), cref(x, t), cref(bias, tb),
-                             ref(dx, t), ref(dbias, tb), o);
-  });
-  return {dx, dbias};
-}
+struct BiasGeluBackwardArgs {
+  static constexpr const char* kOp = "bias_gelu_backward";
+  gelu::DType t, tdy, tb;
+  gelu::Options o;
+  Tensor dy, x, bias;
+  BiasGeluBackwardArgs(const Tensor& dy_in, const Tensor& x_in, const Tensor& bias_in,
+                       string_view approximate)
+      : t(dtype_of(kOp, "x", x_in)), tdy(dtype_of(kOp, "grad_output", dy_in)),
+        tb(dtype_of(kOp, "bias", bias_in)), o(options(kOp, approximate)),
+        dy(dy_in.contiguous()), x(x_in.contiguous()), bias(bias_in.contiguous()) {}
+  void run(Tensor& dx, Tensor& dbias) const {
+    call([&] {
+      gelu::bias_gelu_backward(cref(dy, tdy), cref(x, t), cref(bias, tb),
+                               ref(dx, t), ref(dbias, tb), o);
+    });
+  }
+};
 
-Tensor add_gelu_cpu(const Tensor& a_in, const Tensor& b_in,
-                    string_view approximate) {
-  const gelu::DType ta = dtype_of("add_gelu", "a", a_in);
-  const gelu::DType tb = dtype_of("add_gelu", "b", b_in);
-  const gelu::Options o = options("add_gelu", approximate);
-  const Tensor a = a_in.contiguous(), b = b_in.contiguous();
-  Tensor y = new_output(a.sizes(), a);
-  call([&] { gelu::add_gelu(cref(a, ta), cref(b, tb), ref(y, ta), o); });
-  return y;
-}
+struct AddGeluArgs {
+  static constexpr const char* kOp = "add_gelu";
+  gelu::DType ta, tb;
+  gelu::Options o;
+  Tensor a, b;
+  AddGeluArgs(const Tensor& a_in, const Tensor& b_in, string_view approximate)
+      : ta(dtype_of(kOp, "a", a_in)), tb(dtype_of(kOp, "b", b_in)),
+        o(options(kOp, approximate)), a(a_in.contiguous()), b(b_in.contiguous()) {}
+  at::IntArrayRef out_sizes() const { return a.sizes(); }
+  const Tensor& like() const { return a; }
+  void run(Tensor& y) const {
+    call([&] { gelu::add_gelu(cref(a, ta), cref(b, tb), ref(y, ta), o); });
+  }
+};
 
-Tensor add_gelu_backward_cpu(const Tensor& dy_in, const Tensor& a_in,
-                             const Tensor& b_in, string_view approximate) {
-  const char* op = "add_gelu_backward";
-  const gelu::DType tdy = dtype_of(op, "grad_output", dy_in);
-  const gelu::DType ta = dtype_of(op, "a", a_in);
-  const gelu::DType tb = dtype_of(op, "b", b_in);
-  const gelu::Options o = options(op, approximate);
-  const Tensor dy = dy_in.contiguous(), a = a_in.contiguous(),
-               b = b_in.contiguous();
-  Tensor dx = new_output(a.sizes(), a);
-  call([&] {
-    gelu::add_gelu_backward(cref(dy, tdy), cref(a, ta), cref(b, tb),
-                            ref(dx, ta), o);
-  });
-  return dx;
-}
+struct AddGeluBackwardArgs {
+  static constexpr const char* kOp = "add_gelu_backward";
+  gelu::DType tdy, ta, tb;
+  gelu::Options o;
+  Tensor dy, a, b;
+  AddGeluBackwardArgs(const Tensor& dy_in, const Tensor& a_in, const Tensor& b_in,
+                      string_view approximate)
+      : tdy(dtype_of(kOp, "grad_output", dy_in)), ta(dtype_of(kOp, "a", a_in)),
+        tb(dtype_of(kOp, "b", b_in)), o(options(kOp, approximate)),
+        dy(dy_in.contiguous()), a(a_in.contiguous()), b(b_in.contiguous()) {}
+  at::IntArrayRef out_sizes() const { return a.sizes(); }
+  const Tensor& like() const { return a; }
+  void run(Tensor& dx) const {
+    call([&] {
+      gelu::add_gelu_backward(cref(dy, tdy), cref(a, ta), cref(b, tb), ref(dx, ta), o);
+    });
+  }
+};
 
 // y's shape is x's with the last dimension halved; a 0-d x keeps [] so the
 // library reports the rank error.
@@ -111,24 +135,85 @@ std::vector<int64_t> half_last(const Tensor& x) {
   return s;
 }
 
-Tensor geglu_cpu(const Tensor& x_in, string_view approximate) {
-  const gelu::DType t = dtype_of("geglu", "x", x_in);
-  const gelu::Options o = options("geglu", approximate);
-  const Tensor x = x_in.contiguous();
-  Tensor y = new_output(half_last(x), x);
-  call([&] { gelu::geglu(cref(x, t), ref(y, t), o); });
+struct GegluArgs {
+  static constexpr const char* kOp = "geglu";
+  gelu::DType t;
+  gelu::Options o;
+  Tensor x;
+  std::vector<int64_t> y_sizes;
+  GegluArgs(const Tensor& x_in, string_view approximate)
+      : t(dtype_of(kOp, "x", x_in)), o(options(kOp, approximate)),
+        x(x_in.contiguous()), y_sizes(half_last(x)) {}
+  at::IntArrayRef out_sizes() const { return y_sizes; }
+  const Tensor& like() const { return x; }
+  void run(Tensor& y) const {
+    call([&] { gelu::geglu(cref(x, t), ref(y, t), o); });
+  }
+};
+
+struct GegluBackwardArgs {
+  static constexpr const char* kOp = "geglu_backward";
+  gelu::DType t, tdy;
+  gelu::Options o;
+  Tensor dy, x;
+  GegluBackwardArgs(const Tensor& dy_in, const Tensor& x_in, string_view approximate)
+      : t(dtype_of(kOp, "x", x_in)), tdy(dtype_of(kOp, "grad_output", dy_in)),
+        o(options(kOp, approximate)), dy(dy_in.contiguous()), x(x_in.contiguous()) {}
+  at::IntArrayRef out_sizes() const { return x.sizes(); }
+  const Tensor& like() const { return x; }
+  void run(Tensor& dx) const {
+    call([&] { gelu::geglu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), o); });
+  }
+};
+
+// A kernel's parameter type, as the dispatcher matches it against the
+// Autograd kernels' signatures: tensors by const reference, str by value.
+template <class T>
+using Param = std::conditional_t<std::is_same_v<T, Tensor>, const Tensor&, T>;
+
+// The functional kernel of a one-output op: a new output, x's (a's) dtype.
+// In is given explicitly, so the packs need not be deducible.
+template <class Args, class... In>
+Tensor functional(Param<In>... in) {
+  const Args args(in...);
+  Tensor y = new_output(args.out_sizes(), args.like());
+  args.run(y);
   return y;
 }
 
-Tensor geglu_backward_cpu(const Tensor& dy_in, const Tensor& x_in,
-                          string_view approximate) {
-  const gelu::DType t = dtype_of("geglu_backward", "x", x_in);
-  const gelu::DType tdy = dtype_of("geglu_backward", "grad_output", dy_in);
-  const gelu::Options o = options("geglu_backward", approximate);
-  const Tensor x = x_in.contiguous(), dy = dy_in.contiguous();
-  Tensor dx = new_output(x.sizes(), x);
-  call([&] { gelu::geglu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), o); });
-  return dx;
+// Its out= kernel (out last, after the keyword arguments, as in the schema).
+template <class Args, class... In>
+Tensor& out_variant(Param<In>... in, Tensor& out) {
+  const Args args(in...);
+  check_out(Args::kOp, "out", out, args.like());
+  Tensor y = direct_or_temp(out, args.out_sizes());
+  args.run(y);
+  commit_out(out, y);
+  return out;
+}
+
+std::tuple<Tensor, Tensor> bias_gelu_backward_cpu(const Tensor& dy, const Tensor& x,
+                                                  const Tensor& bias,
+                                                  string_view approximate) {
+  const BiasGeluBackwardArgs args(dy, x, bias, approximate);
+  Tensor dx = new_output(args.x.sizes(), args.x);
+  Tensor dbias = new_output(args.bias.sizes(), args.bias);
+  args.run(dx, dbias);
+  return {dx, dbias};
+}
+
+std::tuple<Tensor&, Tensor&> bias_gelu_backward_out_cpu(
+    const Tensor& dy, const Tensor& x, const Tensor& bias, string_view approximate,
+    Tensor& grad_x, Tensor& grad_bias) {
+  const BiasGeluBackwardArgs args(dy, x, bias, approximate);
+  check_out(args.kOp, "grad_x", grad_x, args.x);
+  check_out(args.kOp, "grad_bias", grad_bias, args.bias);
+  Tensor dx = direct_or_temp(grad_x, args.x.sizes());
+  Tensor dbias = direct_or_temp(grad_bias, args.bias.sizes());
+  args.run(dx, dbias);
+  commit_out(grad_x, dx);
+  commit_out(grad_bias, dbias);
+  return {grad_x, grad_bias};
 }
 
 bool set_poison_outputs(bool on) {
@@ -158,6 +243,23 @@ TORCH_LIBRARY(gelu_fusion, m) {
   m.def("geglu(Tensor x, *, str approximate='none') -> Tensor");
   m.def("geglu_backward(Tensor grad_output, Tensor x, *, "
         "str approximate='none') -> Tensor");
+  // out= overloads, as aten's: the result goes into preallocated tensors
+  // (resized when their shape differs, dtype checked), with no autograd.
+  m.def("gelu.out(Tensor x, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)");
+  m.def("gelu_backward.out(Tensor grad_output, Tensor x, *, "
+        "str approximate='none', Tensor(a!) out) -> Tensor(a!)");
+  m.def("bias_gelu.out(Tensor x, Tensor bias, *, str approximate='none', "
+        "Tensor(a!) out) -> Tensor(a!)");
+  m.def("bias_gelu_backward.out(Tensor grad_output, Tensor x, Tensor bias, *, "
+        "str approximate='none', Tensor(a!) grad_x, Tensor(b!) grad_bias) -> "
+        "(Tensor(a!) grad_x, Tensor(b!) grad_bias)");
+  m.def("add_gelu.out(Tensor a, Tensor b, *, str approximate='none', "
+        "Tensor(a!) out) -> Tensor(a!)");
+  m.def("add_gelu_backward.out(Tensor grad_output, Tensor a, Tensor b, *, "
+        "str approximate='none', Tensor(a!) out) -> Tensor(a!)");
+  m.def("geglu.out(Tensor x, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)");
+  m.def("geglu_backward.out(Tensor grad_output, Tensor x, *, "
+        "str approximate='none', Tensor(a!) out) -> Tensor(a!)");
   // Not ops on tensors: test and diagnostic helpers.
   m.def("_set_poison_outputs(bool on) -> bool",
         &gelu_torch::set_poison_outputs);
@@ -166,12 +268,28 @@ TORCH_LIBRARY(gelu_fusion, m) {
 
 TORCH_LIBRARY_IMPL(gelu_fusion, CPU, m) {
   using namespace gelu_torch;
-  m.impl("gelu", &gelu_cpu);
-  m.impl("gelu_backward", &gelu_backward_cpu);
-  m.impl("bias_gelu", &bias_gelu_cpu);
+  using S = c10::string_view;
+  m.impl("gelu", &functional<GeluArgs, Tensor, S>);
+  m.impl("gelu_backward", &functional<GeluBackwardArgs, Tensor, Tensor, S>);
+  m.impl("bias_gelu", &functional<BiasGeluArgs, Tensor, Tensor, S>);
   m.impl("bias_gelu_backward", &bias_gelu_backward_cpu);
-  m.impl("add_gelu", &add_gelu_cpu);
-  m.impl("add_gelu_backward", &add_gelu_backward_cpu);
-  m.impl("geglu", &geglu_cpu);
-  m.impl("geglu_backward", &geglu_backward_cpu);
+  m.impl("add_gelu", &functional<AddGeluArgs, Tensor, Tensor, S>);
+  m.impl("add_gelu_backward", &functional<AddGeluBackwardArgs, Tensor, Tensor, Tensor, S>);
+  m.impl("geglu", &functional<GegluArgs, Tensor, S>);
+  m.impl("geglu_backward", &functional<GegluBackwardArgs, Tensor, Tensor, S>);
+}
+
+// For every backend, not just CPU: the out tensor decides the dispatch, and
+// an out on another device must get our message, not "could not run".
+TORCH_LIBRARY_IMPL(gelu_fusion, CompositeExplicitAutograd, m) {
+  using namespace gelu_torch;
+  using S = c10::string_view;
+  m.impl("gelu.out", &out_variant<GeluArgs, Tensor, S>);
+  m.impl("gelu_backward.out", &out_variant<GeluBackwardArgs, Tensor, Tensor, S>);
+  m.impl("bias_gelu.out", &out_variant<BiasGeluArgs, Tensor, Tensor, S>);
+  m.impl("bias_gelu_backward.out", &bias_gelu_backward_out_cpu);
+  m.impl("add_gelu.out", &out_variant<AddGeluArgs, Tensor, Tensor, S>);
+  m.impl("add_gelu_backward.out", &out_variant<AddGeluBackwardArgs, Tensor, Tensor, Tensor, S>);
+  m.impl("geglu.out", &out_variant<GegluArgs, Tensor, S>);
+  m.impl("geglu_backward.out", &out_variant<GegluBackwardArgs, Tensor, Tensor, S>);
 }
