@@ -173,16 +173,20 @@ void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
   // Combine the blocks in block order (block-major, so the loop streams),
   // then round once to f32 and convert to dbias's dtype. dbias is written
   // last: it may be the bias buffer itself (in place).
-  std::vector<float> sum(static_cast<size_t>(cols), 0.0f);
-  if (rows > 0) {
-    double* total = partial;
-    for (int64_t b = 1; b < p.row_tasks; ++b) {
-      const double* block = partial + b * cols;
-      for (int64_t j = 0; j < cols; ++j) total[j] += block[j];
-    }
-    for (int64_t j = 0; j < cols; ++j) sum[j] = static_cast<float>(total[j]);
+  // One vector pass (sums_to), no buffer: a scalar conversion and an
+  // allocated f32 buffer cost as much as the kernel itself for one row of
+  // 4096 columns.
+  std::vector<double> zeros;
+  double* total = partial;
+  if (rows == 0) {
+    zeros.assign(static_cast<size_t>(cols), 0.0);
+    total = zeros.data();
   }
-  cpu::from_f32(dbias.dtype, cols, sum.data(), dbias.data);
+  for (int64_t b = 1; b < p.row_tasks && rows > 0; ++b) {
+    const double* block = partial + b * cols;
+    for (int64_t j = 0; j < cols; ++j) total[j] += block[j];
+  }
+  cpu::sums_to(dbias.dtype, cols, total, dbias.data);
 }
 
 void geglu(ConstTensorRef x, TensorRef y, const Options& o) {

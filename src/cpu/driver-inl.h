@@ -67,20 +67,21 @@ constexpr size_t kMaxF32Lanes =
 // Positions of the largest step (two vectors when paired).
 constexpr size_t kMaxStep = 2 * kMaxF32Lanes;
 
-// sums[0, lanes) += v, in double.
-template <class DF>
+// sums[0, lanes) += v in double, or = v when kFirst (the sums' first
+// term: no zeroing pass, no load).
+template <bool kFirst, class DF>
 HWY_INLINE void AddToSums(DF df, hn::Vec<DF> v, double* sums) {
+  const auto put = [](auto dd, auto w, double* p) {
+    hn::StoreU(kFirst ? w : hn::Add(hn::LoadU(dd, p), w), dd, p);
+  };
 #if HWY_TARGET == HWY_SCALAR
   const hn::Rebind<double, DF> dd;
-  hn::StoreU(hn::Add(hn::LoadU(dd, sums), hn::PromoteTo(dd, v)), dd, sums);
+  put(dd, hn::PromoteTo(dd, v), sums);
 #else
   const hn::Half<DF> dh;
   const hn::Rebind<double, decltype(dh)> dd;
-  const size_t nd = hn::Lanes(dd);
-  const auto lo = hn::PromoteTo(dd, hn::LowerHalf(dh, v));
-  const auto hi = hn::PromoteTo(dd, hn::UpperHalf(dh, v));
-  hn::StoreU(hn::Add(hn::LoadU(dd, sums), lo), dd, sums);
-  hn::StoreU(hn::Add(hn::LoadU(dd, sums + nd), hi), dd, sums + nd);
+  put(dd, hn::PromoteTo(dd, hn::LowerHalf(dh, v)), sums);
+  put(dd, hn::PromoteTo(dd, hn::UpperHalf(dh, v)), sums + hn::Lanes(dd));
 #endif
   (void)df;
 }
@@ -282,11 +283,19 @@ HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
         if (r == r0) Row<Math, S, F | kAccInit>(nc, s);
         else Row<Math, S, F | kAccAdd>(nc, s);
       }
+      double* const sums = dbias + c0;
       size_t j = 0;
-      if (nc >= N) {
-        for (; j <= nc - N; j += N) detail::AddToSums(df, hn::Load(df, acc + j), dbias + c0 + j);
+      if (r0 == 0) {  // the first group's sums are stored: no zeroing pass
+        if (nc >= N) {
+          for (; j <= nc - N; j += N) detail::AddToSums<true>(df, hn::Load(df, acc + j), sums + j);
+        }
+        for (; j < nc; ++j) sums[j] = static_cast<double>(acc[j]);
+      } else {
+        if (nc >= N) {
+          for (; j <= nc - N; j += N) detail::AddToSums<false>(df, hn::Load(df, acc + j), sums + j);
+        }
+        for (; j < nc; ++j) sums[j] += static_cast<double>(acc[j]);
       }
-      for (; j < nc; ++j) dbias[c0 + j] += static_cast<double>(acc[j]);
     }
   }
 }

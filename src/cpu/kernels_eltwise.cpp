@@ -88,6 +88,34 @@ void ToF32(DType t, int64_t n, const void* in, float* out) {
   });
 }
 
+// Sums in double -> out of dtype t: rounded to f32 (as a cast), then to t.
+void SumsTo(DType t, int64_t n, const double* in, void* out) {
+  WithDType(t, [&](auto s) {
+    using S = decltype(s);
+    typename S::T* const o = P<S>(out);
+    int64_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+    const hn::ScalableTag<float> df;
+    const hn::Half<decltype(df)> dh;
+    const hn::Rebind<double, decltype(dh)> dd;
+    const int64_t N = static_cast<int64_t>(hn::Lanes(df)), H = N / 2;
+    for (; i + N <= n; i += N) {
+      const auto lo = hn::DemoteTo(dh, hn::LoadU(dd, in + i));
+      const auto hi = hn::DemoteTo(dh, hn::LoadU(dd, in + i + H));
+      S::Store(df, hn::Combine(df, hi, lo), o + i);
+    }
+#endif
+    // The remainder (everything on SCALAR) through a small f32 buffer.
+    constexpr int64_t kRest = static_cast<int64_t>(detail::kMaxF32Lanes);
+    float rest[kRest];
+    for (; i < n; i += kRest) {
+      const int64_t r = n - i < kRest ? n - i : kRest;
+      for (int64_t j = 0; j < r; ++j) rest[j] = static_cast<float>(in[i + j]);
+      Convert<F32, S>(static_cast<size_t>(r), rest, o + i);
+    }
+  });
+}
+
 void FromF32(DType t, int64_t n, const float* in, void* out) {
   WithDType(t, [&](auto s) {
     using S = decltype(s);
@@ -157,6 +185,7 @@ HWY_EXPORT(AddBwd);
 HWY_EXPORT(Target);
 HWY_EXPORT(ToF32);
 HWY_EXPORT(FromF32);
+HWY_EXPORT(SumsTo);
 HWY_EXPORT(RoundResultsToBf16);
 HWY_EXPORT(GeluFwdF32WithMathOf);
 HWY_EXPORT(GeluBwdF32WithMathOf);
@@ -182,6 +211,9 @@ void to_f32(DType t, int64_t n, const void* in, float* out) {
 }
 void from_f32(DType t, int64_t n, const float* in, void* out) {
   HWY_DYNAMIC_DISPATCH(FromF32)(t, n, in, out);
+}
+void sums_to(DType t, int64_t n, const double* in, void* out) {
+  HWY_DYNAMIC_DISPATCH(SumsTo)(t, n, in, out);
 }
 
 void gelu_fwd_f32_with_math_of(DType t, Approx a, int64_t n, const float* x, float* y) {

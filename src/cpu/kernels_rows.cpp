@@ -33,7 +33,9 @@ void BiasFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
 void BiasBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
              const void* dy, const void* x, const void* bias, void* dx,
              double* dbias) {
-  for (int64_t j = 0; j < cols; ++j) dbias[j] = 0.0;
+  if (rows == 0) {  // otherwise the first row group stores the sums
+    for (int64_t j = 0; j < cols; ++j) dbias[j] = 0.0;
+  }
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
     BiasBackwardRows<decltype(m), S>(rows, cols, stride, CP<S>(dy), CP<S>(x), CP<S>(bias),
