@@ -49,9 +49,10 @@ void geglu_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
 // nearest-even, bit for bit as src/core/convert.hpp).
 void to_f32(DType, int64_t n, const void* in, float* out);
 void from_f32(DType, int64_t n, const float* in, void* out);
-// out[i] = in[i] rounded to f32 (nearest-even, as a cast), then stored as
-// dtype t (rounded again, nearest-even, for bf16/f16).
-void sums_to(DType, int64_t n, const double* in, void* out);
+// out[j] = (((in[j] + in[n + j]) + in[2n + j]) + ...) over `blocks` rows of
+// n doubles, rounded to f32 (nearest-even, as a cast), then stored as dtype
+// t (rounded again, nearest-even, for bf16/f16). dbias's last step.
+void sums_to(DType, int64_t n, int64_t blocks, const double* in, void* out);
 
 // For tests: gelu_fwd / gelu_bwd on f32 values, not rounded, with the math
 // the kernels use for results of dtype `result` (bf16, f16: the form's

@@ -88,8 +88,9 @@ void ToF32(DType t, int64_t n, const void* in, float* out) {
   });
 }
 
-// Sums in double -> out of dtype t: rounded to f32 (as a cast), then to t.
-void SumsTo(DType t, int64_t n, const double* in, void* out) {
+// out[j] = sum over b of in[b * n + j], added in b order in double, rounded
+// to f32 (as a cast), then to t.
+void SumsTo(DType t, int64_t n, int64_t blocks, const double* in, void* out) {
   WithDType(t, [&](auto s) {
     using S = decltype(s);
     typename S::T* const o = P<S>(out);
@@ -100,9 +101,12 @@ void SumsTo(DType t, int64_t n, const double* in, void* out) {
     const hn::Rebind<double, decltype(dh)> dd;
     const int64_t N = static_cast<int64_t>(hn::Lanes(df)), H = N / 2;
     for (; i + N <= n; i += N) {
-      const auto lo = hn::DemoteTo(dh, hn::LoadU(dd, in + i));
-      const auto hi = hn::DemoteTo(dh, hn::LoadU(dd, in + i + H));
-      S::Store(df, hn::Combine(df, hi, lo), o + i);
+      auto lo = hn::LoadU(dd, in + i), hi = hn::LoadU(dd, in + i + H);
+      for (int64_t b = 1; b < blocks; ++b) {
+        lo = hn::Add(lo, hn::LoadU(dd, in + b * n + i));
+        hi = hn::Add(hi, hn::LoadU(dd, in + b * n + i + H));
+      }
+      S::Store(df, hn::Combine(df, hn::DemoteTo(dh, hi), hn::DemoteTo(dh, lo)), o + i);
     }
 #endif
     // The remainder (everything on SCALAR) through a small f32 buffer.
@@ -110,7 +114,11 @@ void SumsTo(DType t, int64_t n, const double* in, void* out) {
     float rest[kRest];
     for (; i < n; i += kRest) {
       const int64_t r = n - i < kRest ? n - i : kRest;
-      for (int64_t j = 0; j < r; ++j) rest[j] = static_cast<float>(in[i + j]);
+      for (int64_t j = 0; j < r; ++j) {
+        double sum = in[i + j];
+        for (int64_t b = 1; b < blocks; ++b) sum += in[b * n + i + j];
+        rest[j] = static_cast<float>(sum);
+      }
       Convert<F32, S>(static_cast<size_t>(r), rest, o + i);
     }
   });
@@ -212,8 +220,8 @@ void to_f32(DType t, int64_t n, const void* in, float* out) {
 void from_f32(DType t, int64_t n, const float* in, void* out) {
   HWY_DYNAMIC_DISPATCH(FromF32)(t, n, in, out);
 }
-void sums_to(DType t, int64_t n, const double* in, void* out) {
-  HWY_DYNAMIC_DISPATCH(SumsTo)(t, n, in, out);
+void sums_to(DType t, int64_t n, int64_t blocks, const double* in, void* out) {
+  HWY_DYNAMIC_DISPATCH(SumsTo)(t, n, blocks, in, out);
 }
 
 void gelu_fwd_f32_with_math_of(DType t, Approx a, int64_t n, const float* x, float* y) {
