@@ -131,11 +131,49 @@ HWY_INLINE void Compute(DF df, hn::Vec<DF> x, hn::Vec<DF> x2, hn::Vec<DF> dy,
   }
 }
 
-// Two f32 vectors per step (Load2/Store2 of the storage): one tail check for
-// both, and bf16 converts them together. Not for bf16 where the dbias sums
-// need lanes in column order (BF16Pairs splits even and odd elements).
-template <class S, unsigned F>
-constexpr bool kPaired = (F & kDbias) == 0 || !std::is_base_of_v<BF16Pairs, S>;
+// Whether a step's two vectors hold the even and the odd positions of its
+// 2N (BF16Pairs) rather than the first and second N. The dbias tile then
+// holds each 2N chunk as N even-column sums followed by N odd-column sums;
+// ColumnOrder puts them back in column order when the group's sums are added.
+template <class S>
+constexpr bool kSplitPairs = std::is_base_of_v<BF16Pairs, S>;
+
+// Column order from a split pair: even holds positions 0, 2, ..., odd
+// 1, 3, ...; c0 gets positions [0, N), c1 [N, 2N). Highway 1.0 interleaves
+// within 128-bit blocks, so wider vectors reorder whole blocks after.
+template <class DF>
+HWY_INLINE void ColumnOrder(DF df, hn::Vec<DF> even, hn::Vec<DF> odd,
+                            hn::Vec<DF>& c0, hn::Vec<DF>& c1) {
+#if HWY_TARGET == HWY_SCALAR  // one lane: even and odd are columns 0 and 1
+  (void)df;
+  c0 = even;
+  c1 = odd;
+#else
+  constexpr size_t kN = hn::MaxLanes(DF());
+  {
+    const auto lo = hn::InterleaveLower(df, even, odd);  // per block: e0 o0 e1 o1
+    const auto hi = hn::InterleaveUpper(df, even, odd);  // per block: e2 o2 e3 o3
+    if constexpr (kN <= 4) {
+      c0 = lo;
+      c1 = hi;
+    } else {
+      // Blocks [lo0 lo1 hi0 hi1] and [lo2 lo3 hi2 hi3] (of 4 lanes); with 16
+      // lanes the middle two blocks swap to give lo0 hi0 lo1 hi1, etc.
+      c0 = hn::ConcatLowerLower(df, hi, lo);
+      c1 = hn::ConcatUpperUpper(df, hi, lo);
+      if constexpr (kN == 16) {
+        const hn::RebindToSigned<DF> di;
+        alignas(64) static constexpr int32_t kSwap[16] = {0, 1, 2,  3,  8, 9, 10, 11,
+                                                          4, 5, 6, 7, 12, 13, 14, 15};
+        const auto idx = hn::SetTableIndices(df, kSwap);
+        c0 = hn::TableLookupLanes(c0, idx);
+        c1 = hn::TableLookupLanes(c1, idx);
+      }
+      static_assert(kN == 8 || kN == 16, "vectors of 4, 8 or 16 f32 lanes");
+    }
+  }
+#endif
+}
 
 // acc[0, lanes) = v or += v, as the flags say.
 template <unsigned F, class DF>
@@ -144,10 +182,10 @@ HWY_INLINE void Accumulate(DF df, hn::Vec<DF> v, float* acc) {
   if constexpr ((F & kAccAdd) != 0) hn::StoreU(hn::Add(hn::LoadU(df, acc), v), df, acc);
 }
 
-// Positions per step: one f32 vector, or two when paired.
-template <class S, unsigned F, class DF>
+// Positions per step: two f32 vectors.
+template <class DF>
 HWY_INLINE size_t StepLanes(DF df) {
-  return kPaired<S, F> ? 2 * hn::Lanes(df) : hn::Lanes(df);
+  return 2 * hn::Lanes(df);
 }
 
 // One full step of positions [i, i + StepLanes).
@@ -156,41 +194,34 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i) {
   constexpr bool kTwo = (F & (kSum | kGated)) != 0;
   constexpr bool kBwd = (F & kBackward) != 0;
   constexpr bool kOut2 = (F & kGated) != 0 && kBwd;
-  if constexpr (kPaired<S, F>) {
-    // Named pairs, not arrays: g++ 12 keeps a 2-iteration loop over arrays
-    // rolled and round-trips every vector through the stack.
-    hn::Vec<DF> xa, xb, x2a, x2b, dya, dyb, outa, outb, out2a, out2b;
-    S::Load2(df, s.x + i, xa, xb);
-    if constexpr (kTwo) S::Load2(df, s.x2 + i, x2a, x2b);
-    if constexpr (kBwd) S::Load2(df, s.dy + i, dya, dyb);
-    if constexpr ((F & kSum) != 0) {
-      xa = hn::Add(xa, x2a);
-      xb = hn::Add(xb, x2b);
-    }
-    // One tail check for both vectors (a branch per vector costs ~5%).
-    constexpr unsigned G = F & ~kSum;
-    if (HWY_LIKELY(Math::AllCore(df, xa, xb))) {
-      using Core = typename Math::CoreOnly;
-      Compute<Core, G>(df, xa, x2a, dya, outa, out2a);
-      Compute<Core, G>(df, xb, x2b, dyb, outb, out2b);
-    } else {
-      Compute<Math, G>(df, xa, x2a, dya, outa, out2a);
-      Compute<Math, G>(df, xb, x2b, dyb, outb, out2b);
-    }
-    S::Store2(df, outa, outb, s.out + i);
-    if constexpr (kOut2) S::Store2(df, out2a, out2b, s.out2 + i);
-    if constexpr ((F & (kAccInit | kAccAdd)) != 0) {  // acc is null otherwise
-      Accumulate<F>(df, outa, s.acc + i);
-      Accumulate<F>(df, outb, s.acc + i + hn::Lanes(df));
-    }
+  // Two f32 vectors per step (Load2/Store2 of the storage): one tail check
+  // for both, and bf16 converts them together. Named pairs, not arrays: g++
+  // 12 keeps a 2-iteration loop over arrays rolled and round-trips every
+  // vector through the stack.
+  hn::Vec<DF> xa, xb, x2a, x2b, dya, dyb, outa, outb, out2a, out2b;
+  S::Load2(df, s.x + i, xa, xb);
+  if constexpr (kTwo) S::Load2(df, s.x2 + i, x2a, x2b);
+  if constexpr (kBwd) S::Load2(df, s.dy + i, dya, dyb);
+  if constexpr ((F & kSum) != 0) {
+    xa = hn::Add(xa, x2a);
+    xb = hn::Add(xb, x2b);
+  }
+  // One tail check for both vectors (a branch per vector costs ~5%).
+  constexpr unsigned G = F & ~kSum;
+  if (HWY_LIKELY(Math::AllCore(df, xa, xb))) {
+    using Core = typename Math::CoreOnly;
+    Compute<Core, G>(df, xa, x2a, dya, outa, out2a);
+    Compute<Core, G>(df, xb, x2b, dyb, outb, out2b);
   } else {
-    hn::Vec<DF> x = S::Load(df, s.x + i), x2, dy, out, out2;
-    if constexpr (kTwo) x2 = S::Load(df, s.x2 + i);
-    if constexpr (kBwd) dy = S::Load(df, s.dy + i);
-    Compute<Math, F>(df, x, x2, dy, out, out2);
-    S::Store(df, out, s.out + i);
-    if constexpr (kOut2) S::Store(df, out2, s.out2 + i);
-    if constexpr ((F & (kAccInit | kAccAdd)) != 0) Accumulate<F>(df, out, s.acc + i);
+    Compute<Math, G>(df, xa, x2a, dya, outa, out2a);
+    Compute<Math, G>(df, xb, x2b, dyb, outb, out2b);
+  }
+  S::Store2(df, outa, outb, s.out + i);
+  if constexpr (kOut2) S::Store2(df, out2a, out2b, s.out2 + i);
+  if constexpr ((F & (kAccInit | kAccAdd)) != 0) {  // acc is null otherwise
+    // Split pairs (kSplitPairs) land as even sums, then odd sums.
+    Accumulate<F>(df, outa, s.acc + i);
+    Accumulate<F>(df, outb, s.acc + i + hn::Lanes(df));
   }
 }
 
@@ -207,6 +238,9 @@ HWY_INLINE T* Stage(const T* src, T* buf, size_t rem) {
 // The final partial vector, positions [i, i + rem): the same Step on
 // zero-padded stack copies, then only rem elements copied back. Inputs are
 // all staged before any output is copied back (in place stays correct).
+// With split pairs the dbias tile's chunk is a whole step's sums (the odd
+// ones start N floats in), so all of it goes in and out: the tile has room
+// for every chunk it starts (BiasBackwardRows).
 template <class Math, class S, unsigned F, class DF>
 HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem) {
   using T = typename S::T;
@@ -214,13 +248,14 @@ HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem) {
   HWY_ALIGN T out[kMaxStep], out2[kMaxStep];
   HWY_ALIGN float acc[kMaxStep];
   auto at = [i](auto* p) { return p ? p + i : p; };
+  const size_t nacc = kSplitPairs<S> ? StepLanes(df) : rem;
   const Streams<S> t{Stage(at(s.dy), dy, rem), Stage(at(s.x), x, rem),
                      Stage(at(s.x2), x2, rem), s.out ? out : nullptr,
-                     s.out2 ? out2 : nullptr, Stage(at(s.acc), acc, rem)};
+                     s.out2 ? out2 : nullptr, Stage(at(s.acc), acc, nacc)};
   Step<Math, S, F>(df, t, 0);
   if (s.out) std::memcpy(s.out + i, out, rem * sizeof(T));
   if (s.out2) std::memcpy(s.out2 + i, out2, rem * sizeof(T));
-  if (s.acc) std::memcpy(s.acc + i, acc, rem * sizeof(float));
+  if (s.acc) std::memcpy(s.acc + i, acc, nacc * sizeof(float));
 }
 
 }  // namespace detail
@@ -245,7 +280,7 @@ template <class Math, class S, unsigned F>
 HWY_INLINE void Row(size_t count, const Streams<S>& s) {
   using M = MathFor<Math, S, F>;
   const hn::ScalableTag<float> df;
-  const size_t N = detail::StepLanes<S, F>(df);
+  const size_t N = detail::StepLanes(df);
   size_t i = 0;
   if (count >= N) {
     for (; i <= count - N; i += N) detail::Step<M, S, F>(df, s, i);
@@ -263,6 +298,38 @@ HWY_INLINE void Row(size_t count, const Streams<S>& s) {
 // adds at most 3 * 2^-24 * sum|dx|, well under the op's 2^-20.
 inline constexpr size_t kDbiasGroup = 4;
 inline constexpr size_t kDbiasTile = 4096;  // columns: 16 KiB of f32 sums
+// TailStep's split-pair chunk (a whole step of sums) fits in the tile.
+static_assert(kDbiasTile % detail::kMaxStep == 0, "tile of whole steps");
+
+// sums[0, nc) += (or = when kFirst) the tile's group sums acc, in double;
+// with split pairs, acc's 2N chunks are even sums then odd sums.
+template <class S, bool kFirst>
+HWY_INLINE void AddGroupSums(size_t nc, const float* acc, double* sums) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  size_t j = 0;
+  if constexpr (detail::kSplitPairs<S>) {
+    hn::Vec<decltype(df)> c0, c1;
+    for (; j + 2 * N <= nc; j += 2 * N) {
+      detail::ColumnOrder(df, hn::Load(df, acc + j), hn::Load(df, acc + j + N), c0, c1);
+      detail::AddToSums<kFirst>(df, c0, sums + j);
+      detail::AddToSums<kFirst>(df, c1, sums + j + N);
+    }
+    if (j < nc) {  // a partial chunk: its whole step of sums, then nc - j
+      HWY_ALIGN float cols[detail::kMaxStep];
+      detail::ColumnOrder(df, hn::Load(df, acc + j), hn::Load(df, acc + j + N), c0, c1);
+      hn::Store(c0, df, cols);
+      hn::Store(c1, df, cols + N);
+      for (size_t k = 0; j + k < nc; ++k)
+        sums[j + k] = kFirst ? static_cast<double>(cols[k])
+                             : sums[j + k] + static_cast<double>(cols[k]);
+    }
+  } else {
+    for (; j + N <= nc; j += N) detail::AddToSums<kFirst>(df, hn::Load(df, acc + j), sums + j);
+    for (; j < nc; ++j)
+      sums[j] = kFirst ? static_cast<double>(acc[j]) : sums[j] + static_cast<double>(acc[j]);
+  }
+}
 
 template <class Math, class S>
 HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
@@ -270,8 +337,6 @@ HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
                                  const typename S::T* bias, typename S::T* dx,
                                  double* dbias) {
   constexpr unsigned F = kSum | kBackward | kDbias;
-  const hn::ScalableTag<float> df;
-  const size_t N = hn::Lanes(df);
   HWY_ALIGN float acc[kDbiasTile];
   for (size_t c0 = 0; c0 < cols; c0 += kDbiasTile) {
     const size_t nc = cols - c0 < kDbiasTile ? cols - c0 : kDbiasTile;
@@ -283,19 +348,9 @@ HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
         if (r == r0) Row<Math, S, F | kAccInit>(nc, s);
         else Row<Math, S, F | kAccAdd>(nc, s);
       }
-      double* const sums = dbias + c0;
-      size_t j = 0;
-      if (r0 == 0) {  // the first group's sums are stored: no zeroing pass
-        if (nc >= N) {
-          for (; j <= nc - N; j += N) detail::AddToSums<true>(df, hn::Load(df, acc + j), sums + j);
-        }
-        for (; j < nc; ++j) sums[j] = static_cast<double>(acc[j]);
-      } else {
-        if (nc >= N) {
-          for (; j <= nc - N; j += N) detail::AddToSums<false>(df, hn::Load(df, acc + j), sums + j);
-        }
-        for (; j < nc; ++j) sums[j] += static_cast<double>(acc[j]);
-      }
+      // The first group's sums are stored: no zeroing pass.
+      if (r0 == 0) AddGroupSums<S, true>(nc, acc, dbias + c0);
+      else AddGroupSums<S, false>(nc, acc, dbias + c0);
     }
   }
 }
