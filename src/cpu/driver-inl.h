@@ -150,26 +150,23 @@ HWY_INLINE void ColumnOrder(DF df, hn::Vec<DF> even, hn::Vec<DF> odd,
   c1 = odd;
 #else
   constexpr size_t kN = hn::MaxLanes(DF());
-  {
-    const auto lo = hn::InterleaveLower(df, even, odd);  // per block: e0 o0 e1 o1
-    const auto hi = hn::InterleaveUpper(df, even, odd);  // per block: e2 o2 e3 o3
-    if constexpr (kN <= 4) {
-      c0 = lo;
-      c1 = hi;
-    } else {
-      // Blocks [lo0 lo1 hi0 hi1] and [lo2 lo3 hi2 hi3] (of 4 lanes); with 16
-      // lanes the middle two blocks swap to give lo0 hi0 lo1 hi1, etc.
-      c0 = hn::ConcatLowerLower(df, hi, lo);
-      c1 = hn::ConcatUpperUpper(df, hi, lo);
-      if constexpr (kN == 16) {
-        const hn::RebindToSigned<DF> di;
-        alignas(64) static constexpr int32_t kSwap[16] = {0, 1, 2,  3,  8, 9, 10, 11,
-                                                          4, 5, 6, 7, 12, 13, 14, 15};
-        const auto idx = hn::SetTableIndices(df, kSwap);
-        c0 = hn::TableLookupLanes(c0, idx);
-        c1 = hn::TableLookupLanes(c1, idx);
-      }
-      static_assert(kN == 8 || kN == 16, "vectors of 4, 8 or 16 f32 lanes");
+  static_assert(kN == 4 || kN == 8 || kN == 16, "vectors of 4, 8 or 16 f32 lanes");
+  const auto lo = hn::InterleaveLower(df, even, odd);  // per block: e0 o0 e1 o1
+  const auto hi = hn::InterleaveUpper(df, even, odd);  // per block: e2 o2 e3 o3
+  if constexpr (kN == 4) {
+    c0 = lo;
+    c1 = hi;
+  } else {
+    // Blocks [lo0 lo1 hi0 hi1] and [lo2 lo3 hi2 hi3] (of 4 lanes); with 16
+    // lanes the middle two blocks swap to give lo0 hi0 lo1 hi1, etc.
+    c0 = hn::ConcatLowerLower(df, hi, lo);
+    c1 = hn::ConcatUpperUpper(df, hi, lo);
+    if constexpr (kN == 16) {
+      alignas(64) static constexpr int32_t kSwap[16] = {0, 1, 2,  3,  8, 9, 10, 11,
+                                                        4, 5, 6, 7, 12, 13, 14, 15};
+      const auto idx = hn::SetTableIndices(df, kSwap);
+      c0 = hn::TableLookupLanes(c0, idx);
+      c1 = hn::TableLookupLanes(c1, idx);
     }
   }
 #endif
@@ -316,13 +313,13 @@ HWY_INLINE void AddGroupSums(size_t nc, const float* acc, double* sums) {
       detail::AddToSums<kFirst>(df, c1, sums + j + N);
     }
     if (j < nc) {  // a partial chunk: its whole step of sums, then nc - j
-      HWY_ALIGN float cols[detail::kMaxStep];
+      HWY_ALIGN float ordered[detail::kMaxStep];
       detail::ColumnOrder(df, hn::Load(df, acc + j), hn::Load(df, acc + j + N), c0, c1);
-      hn::Store(c0, df, cols);
-      hn::Store(c1, df, cols + N);
+      hn::Store(c0, df, ordered);
+      hn::Store(c1, df, ordered + N);
       for (size_t k = 0; j + k < nc; ++k)
-        sums[j + k] = kFirst ? static_cast<double>(cols[k])
-                             : sums[j + k] + static_cast<double>(cols[k]);
+        sums[j + k] = kFirst ? static_cast<double>(ordered[k])
+                             : sums[j + k] + static_cast<double>(ordered[k]);
     }
   } else {
     for (; j + N <= nc; j += N) detail::AddToSums<kFirst>(df, hn::Load(df, acc + j), sums + j);
