@@ -24,10 +24,11 @@ namespace {
 using at::Tensor;
 using c10::string_view;
 
-// Each op in two parts: `<op>_args` checks and prepares the inputs (dtype
-// and device first, then contiguous copies where needed) and `run` calls the
-// library into given contiguous outputs; the functional kernel allocates
-// them, the out= kernel (`<op>.out`, PyTorch's convention) takes the user's.
+// Each op in two parts: its `...Args` struct checks and prepares the inputs
+// (dtype and device first, then contiguous copies where needed), and its
+// `run` calls the library into given contiguous outputs. The functional
+// kernel allocates them; the out= kernel (`<op>.out`, PyTorch's convention)
+// takes the user's.
 
 struct GeluArgs {
   static constexpr const char* kOp = "gelu";
