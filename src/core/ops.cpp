@@ -153,15 +153,15 @@ void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
   const int64_t cols = last_dim(x.shape);
   if (cols == 0) return;
   const int64_t rows = numel(x.shape) / cols;
-  // Per row block, per column: the block's sum of dx. Row blocks do not
-  // depend on the thread count and are combined in block order below, so
-  // dbias is bit-identical for any number of threads.
-  const Plan p = plan_for(rows, cols, t, 3, o, core::kMaxDbiasRowTasks);
   if (rows == 0) {  // the sum over no rows: dbias = 0
     const std::vector<double> zeros(static_cast<size_t>(cols), 0.0);
     cpu::sums_to(dbias.dtype, cols, 1, zeros.data(), dbias.data);
     return;
   }
+  // Per row block, per column: the block's sum of dx. Row blocks do not
+  // depend on the thread count and are combined in block order below, so
+  // dbias is bit-identical for any number of threads.
+  const Plan p = plan_for(rows, cols, t, 3, o, core::kMaxDbiasRowTasks);
   // Every block's row of sums is stored by its kernel call, so the buffer
   // needs no initialisation.
   std::unique_ptr<double[]> owned;

@@ -113,11 +113,11 @@ HWY_INLINE hn::Vec<DF> MulExact2(DF df, hn::Vec<DF> a, hn::Vec<DF> b, hn::Vec<DF
 #endif
 }
 
-// The per-lane op on f32 vectors; `Out` receives the results.
+// The per-lane op on f32 vectors, x the pre-activation (Step has added x2
+// already for kSum; x2 is otherwise the gate); `out`/`out2` get the results.
 template <class Math, unsigned F, class DF>
 HWY_INLINE void Compute(DF df, hn::Vec<DF> x, hn::Vec<DF> x2, hn::Vec<DF> dy,
                         hn::Vec<DF>& out, hn::Vec<DF>& out2) {
-  if constexpr ((F & kSum) != 0) x = hn::Add(x, x2);
   if constexpr ((F & kBackward) == 0) {
     out = Math::Value(df, x);
     if constexpr ((F & kGated) != 0) out = MulTail(df, out, x2);
@@ -204,14 +204,13 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i) {
     xb = hn::Add(xb, x2b);
   }
   // One tail check for both vectors (a branch per vector costs ~5%).
-  constexpr unsigned G = F & ~kSum;
   if (HWY_LIKELY(Math::AllCore(df, xa, xb))) {
     using Core = typename Math::CoreOnly;
-    Compute<Core, G>(df, xa, x2a, dya, outa, out2a);
-    Compute<Core, G>(df, xb, x2b, dyb, outb, out2b);
+    Compute<Core, F>(df, xa, x2a, dya, outa, out2a);
+    Compute<Core, F>(df, xb, x2b, dyb, outb, out2b);
   } else {
-    Compute<Math, G>(df, xa, x2a, dya, outa, out2a);
-    Compute<Math, G>(df, xb, x2b, dyb, outb, out2b);
+    Compute<Math, F>(df, xa, x2a, dya, outa, out2a);
+    Compute<Math, F>(df, xb, x2b, dyb, outb, out2b);
   }
   S::Store2(df, outa, outb, s.out + i);
   if constexpr (kOut2) S::Store2(df, out2a, out2b, s.out2 + i);
