@@ -184,7 +184,10 @@ def _add_gelu_other(a, b, approximate):
             a, b = a.to(dtype), b.to(dtype)
             if a.shape == b.shape:
                 return _add_gelu(a, b, approximate=approximate)
-            shape = torch.broadcast_shapes(a.shape, b.shape)
+            try:
+                shape = torch.broadcast_shapes(a.shape, b.shape)
+            except RuntimeError:
+                return a + b  # raises a + b's own error
             # A bias-shaped operand: bias_gelu's kernel, with the bias's
             # gradient summed over the rows in the same pass.
             if a.shape == shape and _bias_shaped(b, shape):
