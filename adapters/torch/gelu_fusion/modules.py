@@ -1,4 +1,7 @@
 """nn.Module wrappers of the ops."""
+import copyreg
+import types
+
 import torch
 from torch import Tensor, nn
 
@@ -94,6 +97,22 @@ def linear_without_bias(self: nn.Linear, input: Tensor) -> Tensor:
     (on that object only; its type stays nn.Linear): the matmul without the
     bias, which the ``BiasGELU`` after it adds inside the GELU pass."""
     return torch.nn.functional.linear(input, self.weight)
+
+
+def _reduce_method(m):
+    """Pickles the forward patch() binds to a Linear as (function, object);
+    the default reduction, getattr(linear, name), cannot find a function
+    bound on the object alone. Every other bound method pickles as before."""
+    if m.__func__ is linear_without_bias:
+        return _bind_linear_without_bias, (m.__self__,)
+    return m.__reduce__()
+
+
+def _bind_linear_without_bias(linear):
+    return types.MethodType(linear_without_bias, linear)
+
+
+copyreg.pickle(types.MethodType, _reduce_method)
 
 
 class BiasGELU(nn.Module):
