@@ -36,6 +36,9 @@ inline at::Tensor back(const at::Tensor& r, const at::Tensor& z) {
 // tanh:  s = sigmoid(2u), u = sqrt(2/pi) (z + c z^3),
 //        s' = 2 u' s (1 - s), u' = sqrt(2/pi) (1 + 3 c z^2)
 // quick: s = sigmoid(k z), s' = k s (1 - s)
+// with 1 - s written sigmoid(-2u) (sigmoid(-k z)): 1 - s cancels to 0 in
+// float for large z, where the derivatives still have a few significant
+// digits.
 inline void factor(const at::Tensor& z, gelu::Approx form, at::Tensor& s,
                    at::Tensor& ds) {
   switch (form) {
@@ -45,13 +48,15 @@ inline void factor(const at::Tensor& z, gelu::Approx form, at::Tensor& s,
       return;
     case gelu::Approx::tanh: {
       const at::Tensor z2 = z * z;
-      s = at::sigmoid((2.0 * kSqrt2OverPi) * z * (1.0 + kTanhCubic * z2));
-      ds = (2.0 * kSqrt2OverPi) * (1.0 + (3.0 * kTanhCubic) * z2) * s * (1.0 - s);
+      const at::Tensor two_u = (2.0 * kSqrt2OverPi) * z * (1.0 + kTanhCubic * z2);
+      s = at::sigmoid(two_u);
+      ds = (2.0 * kSqrt2OverPi) * (1.0 + (3.0 * kTanhCubic) * z2) * s *
+           at::sigmoid(-two_u);
       return;
     }
     case gelu::Approx::quick:
       s = at::sigmoid(kQuick * z);
-      ds = kQuick * s * (1.0 - s);
+      ds = kQuick * s * at::sigmoid(-kQuick * z);
       return;
   }
 }
