@@ -89,6 +89,10 @@ def patch(model: nn.Module, fuse_bias: bool = False) -> PatchResult:
                     skipped.append((_qualified(prefix, first), why))
                     continue
                 lin.forward = types.MethodType(linear_without_bias, lin)
+                # TorchScript shares compiled methods between modules of one
+                # class whose attributes match; this attribute keeps a
+                # patched Linear's forward apart from a plain Linear's.
+                lin.gelu_fusion_bias_in_next_module = True
                 parent._modules[second] = BiasGELU(parent, first, lin,
                                                    act.approximate)
                 fused.append((_qualified(prefix, first),
