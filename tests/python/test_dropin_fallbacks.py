@@ -158,3 +158,14 @@ def test_output_and_gradient_strides_as_f_gelu(kind, dtype):
     if dtype != torch.float64:
         gx = torch.ops.gelu_fusion.gelu_backward(torch.ones_like(x), x.detach())
         assert gx.stride() == torch.ones_like(x).stride()
+
+
+def test_python_numbers_and_integer_tensors():
+    """add_gelu(a, 2.0) as F.gelu(a + 2.0); integer tensors raise in every
+    form, as F.gelu does."""
+    a = inputs((3, 4), torch.float32)
+    torch.testing.assert_close(gelu_fusion.add_gelu(a, 2.0), F.gelu(a + 2.0))
+    torch.testing.assert_close(gelu_fusion.add_gelu(a.double(), 1), F.gelu(a.double() + 1))
+    for form in FORMS:
+        with pytest.raises(RuntimeError):
+            gelu_fusion.gelu(torch.arange(4), form)

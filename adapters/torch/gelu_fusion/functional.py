@@ -51,6 +51,10 @@ def _check_form(op: str, approximate: str) -> None:
 def _composed_gelu(x: Tensor, approximate: str) -> Tensor:
     """PyTorch's own GELU of each form (for tensors without a kernel)."""
     if approximate == "quick":
+        if not (x.is_floating_point() or x.is_complex()):
+            # As F.gelu: no GELU of an integer tensor (sigmoid would promote).
+            raise RuntimeError(f"gelu_fusion::gelu: x has dtype {x.dtype}, "
+                               "expected a floating-point dtype")
         return x * torch.sigmoid(_QUICK * x)
     return F.gelu(x, approximate=approximate)
 
@@ -164,8 +168,9 @@ def add_gelu(a: Tensor, b: Tensor, approximate: str = "none") -> Tensor:
                 and a.dtype == b.dtype and a.shape == b.shape):
             return torch.ops.gelu_fusion.add_gelu(a, b, approximate=approximate)
         return _scripted_composed(a + b, approximate)
-    if (type(a) is Tensor and a.dtype in _KERNEL_DTYPES and b.dtype is a.dtype
-            and a.is_cpu and a.layout is _STRIDED and a.shape == b.shape):
+    if (type(a) is Tensor and type(b) is Tensor and a.dtype in _KERNEL_DTYPES
+            and b.dtype is a.dtype and a.is_cpu and a.layout is _STRIDED
+            and a.shape == b.shape):
         if approximate == "none":
             return _add_gelu(a, b)
         return _add_gelu(a, b, approximate=approximate)
