@@ -7,6 +7,8 @@ so the difference is dispatch and argument checks).
 Rounds interleave ours and PyTorch's; each round times N calls of each and
 the script prints the median per-call time of each and of their difference
 over the rounds, plus the spread (25th-75th percentile) of the difference.
+Times are the thread's CPU time (time.thread_time_ns), so that on a shared,
+loaded machine the time spent descheduled does not count.
 """
 import statistics
 import sys
@@ -21,10 +23,10 @@ N, ROUNDS = 2000, 41
 
 
 def per_call(fn, x):
-    t0 = time.perf_counter_ns()
+    t0 = time.thread_time_ns()
     for _ in range(N):
         fn(x)
-    return (time.perf_counter_ns() - t0) / N / 1000.0  # microseconds
+    return (time.thread_time_ns() - t0) / N / 1000.0  # microseconds
 
 
 def main():
