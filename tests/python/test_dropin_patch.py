@@ -4,6 +4,7 @@ grouping), and a patched model traces (torch.fx), scripts, quantizes,
 converts (.double(), meta), copies and pickles."""
 import copy
 import io
+import pickle
 
 import pytest
 import torch
@@ -60,6 +61,8 @@ def test_result_is_an_int_that_says_what_it_did(fuse_bias):
     else:
         assert r.swapped == ["1", "3"] and r.fused == []
     assert "PatchResult(replaced=2" in repr(r)
+    r2 = pickle.loads(pickle.dumps(copy.copy(r)))
+    assert r2 == r and r2.fused == r.fused and r2.swapped == r.swapped
     assert gelu_fusion.patch(model, fuse_bias=fuse_bias) == 0
 
 

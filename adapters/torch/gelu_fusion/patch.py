@@ -28,6 +28,9 @@ class PatchResult(int):
         self.swapped, self.fused, self.skipped = swapped, fused, skipped
         return self
 
+    def __getnewargs__(self):  # copy and pickle rebuild it through __new__
+        return self.swapped, self.fused, self.skipped
+
     def __repr__(self) -> str:
         return (f"PatchResult(replaced={int(self)}, swapped={self.swapped!r}, "
                 f"fused={self.fused!r}, skipped={self.skipped!r})")
