@@ -159,10 +159,10 @@ struct GegluFusionBackward : SavedInputs<1> {
   }
 };
 
-// Runs the backend kernel below autograd, then, when a gradient is wanted,
-// records a NodeT that saves `inputs` (which are also the next edges).
-// Then, when an input carries a forward-mode tangent, sets y's tangent to
-// tangent(inputs' tangents (undefined where none), form).
+// Runs the backend kernel below autograd; when an input carries a
+// forward-mode tangent, sets y's tangent to tangent(the inputs' tangents,
+// undefined where none, form); then, when a gradient is wanted, records a
+// NodeT that saves `inputs` (which are also the next edges).
 template <class NodeT, size_t N, class Call, class Tangent>
 Tensor forward(std::array<const Tensor*, N> inputs, string_view approximate,
                Call&& call, Tangent&& tangent) {
