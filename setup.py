@@ -56,6 +56,9 @@ class CMakeBuild(build_ext):
                             os.path.join(os.path.dirname(dest), "_version.py"))
 
 
+# setuptools' own build files go under build/, next to CMake's.
+os.makedirs(os.path.join(ROOT, "build"), exist_ok=True)
+
 setup(
     name="gelu_fusion",
     version=project_version(),
@@ -67,7 +70,6 @@ setup(
     packages=["gelu_fusion"],
     ext_modules=[Extension("gelu_fusion._gelu_fusion_ops", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
-    # setuptools' own build files go under build/, next to CMake's.
     options={"build": {"build_base": os.path.join("build", "setuptools")},
              "egg_info": {"egg_base": "build"}},
     zip_safe=False,
