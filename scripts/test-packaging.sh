@@ -25,7 +25,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/gelu-fusion-packaging.XXXXXX")
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
 unset PYTHONPATH  # the installed package only, never build/python
-step() { echo "== test-packaging: $*"; }
+start=$SECONDS
+step() { echo "== test-packaging [$((SECONDS - start)) s]: $*"; }
 fail() { echo "test-packaging: FAIL: $*" >&2; exit 1; }
 
 step "1. cmake --install $BUILD --prefix <fresh prefix>"
