@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gelu/version.hpp"
+
 namespace gelu {
 
 enum class DType { f32, bf16, f16 };

@@ -15,6 +15,7 @@ applies). ``approximate`` is 'none' (erf),
 import torch
 
 from . import _load  # noqa: F401  (registers torch.ops.gelu_fusion)
+from ._version import __version__  # project(gelu_fusion VERSION ...)
 from .functional import add_gelu, bias_gelu, geglu, gelu
 from .modules import GELU, BiasGELU, LinearBiasGELU
 from .patch import PatchResult, patch
