@@ -16,9 +16,11 @@ from . import _load  # noqa: F401  (registers torch.ops.gelu_fusion)
 from .functional import add_gelu, bias_gelu, geglu, gelu
 from .modules import GELU, LinearBiasGELU
 from .patch import patch
+from .fusion import fuse
+from .fusion_explain import explain
 
 __all__ = ["gelu", "bias_gelu", "add_gelu", "geglu", "GELU", "LinearBiasGELU",
-           "patch", "simd_target"]
+           "patch", "fuse", "explain", "simd_target"]
 
 
 def simd_target() -> str:
