@@ -71,6 +71,13 @@ def _restore(gm: torch.fx.GraphModule, state: dict) -> torch.fx.GraphModule:
     return gm
 
 
+def _changed(s: Site) -> bool:
+    """Whether fusing the site changed the graph (a gelu_fusion call that
+    stays itself did not)."""
+    return s.fused and not (s.pattern.startswith("gelu_fusion")
+                            and (s.result == "gelu" or s.reason == "fused already"))
+
+
 def _join(*parts: str) -> str:
     return ".".join(p for p in parts if p)
 
@@ -122,7 +129,7 @@ class _Run:
         gm = torch.fx.GraphModule(m, graph, type(m).__name__)
         sites = self.passes(gm, m, path)
         self.report.sites.extend(sites)
-        if not any(s.fused for s in sites):
+        if not any(_changed(s) for s in sites):
             return m
         gm.graph.lint()
         fused = FusedGraphModule(m, gm.graph, type(m).__name__)

@@ -97,10 +97,14 @@ class SiteTracer(torch.fx.Tracer):
 
 
 def _user_frame() -> Optional[Tuple[str, int]]:
+    """The innermost frame of model code; None when the call came from
+    torch itself (nn.Sequential's forward), reached before our own frames."""
     f = sys._getframe(2)
     while f is not None:
         name = os.path.abspath(f.f_code.co_filename)
-        if not (name.startswith(_TORCH_DIR) or name.startswith(_OUR_DIR)):
+        if name.startswith(_OUR_DIR):
+            return None
+        if not name.startswith(_TORCH_DIR):
             return (f.f_code.co_filename, f.f_lineno)
         f = f.f_back
     return None

@@ -59,7 +59,7 @@ def fuse(m: nn.Module, path: str, apply: bool):
     when its activation is not a GELU."""
     name = type(m).__name__
     if type(m) in _FUSED.values():
-        return Site(path, "", f"{name}._ff_block", m.gelu_fusion_approximate,
+        return Site(path, "", f"gelu_fusion: {name}._ff_block", m.gelu_fusion_approximate,
                     "bias_gelu", "fused already")
     act = m.activation
     form = _form(act)
