@@ -13,7 +13,8 @@ What stays: a traced module is replaced by a FusedGraphModule built with
 the original as root; it holds the original's submodules, Parameters and
 buffers (the same objects, under the same names) and its plain attributes,
 so the module tree, state_dict keys and an optimizer built before are
-unchanged. Modules without a fused site are not replaced.
+unchanged. A module with hooks is traced on its own and its replacement
+shares its hooks. Modules without a fused site are not replaced.
 """
 import copy
 import warnings
@@ -57,6 +58,9 @@ _STATE = ("_modules", "_parameters", "_buffers", "_non_persistent_buffers_set",
           "_load_state_dict_post_hooks")
 
 
+_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks")
+
+
 def _restore(gm: torch.fx.GraphModule, state: dict) -> torch.fx.GraphModule:
     """Gives gm the original's submodules, Parameters, buffers, state_dict
     hooks and plain attributes (shared, not copied)."""
@@ -64,6 +68,11 @@ def _restore(gm: torch.fx.GraphModule, state: dict) -> torch.fx.GraphModule:
         if k in state:
             v = state[k]
             gm.__dict__[k] = type(v)(v) if isinstance(v, (dict, set)) else v
+    # The hook dicts themselves: a handle registered on the original still
+    # removes its hook.
+    for k in _HOOKS:
+        if k in state:
+            gm.__dict__[k] = state[k]
     gm.training = state.get("training", gm.training)
     for k, v in state.items():
         if not k.startswith("_") and k not in gm.__dict__ and not hasattr(type(gm), k):

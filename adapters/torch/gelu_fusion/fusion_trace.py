@@ -5,7 +5,6 @@ model makes at run time.
 
 A trace is refused (and `fuse` then descends into the module's children)
 when:
-- the module has hooks (a trace would stop them firing);
 - forward has an argument defaulting to None (the trace would fix one side
   of every `if arg is None` it meets);
 - tracing raises (data-dependent control flow, *args, no forward, ...);
@@ -46,7 +45,7 @@ def has_hooks(m: nn.Module) -> bool:
 def _special_leaf(m: nn.Module) -> bool:
     """Modules the graph calls as they are: ours, the transformer layers
     (fused by fusion_transformer, which keeps their native fast path) and
-    any module with hooks (fused inside by descending)."""
+    any module with hooks (traced on its own, so its hooks still fire)."""
     return (isinstance(m, (_GELU, _LinearBiasGELU,
                            nn.TransformerEncoderLayer, nn.TransformerDecoderLayer))
             or has_hooks(m))
@@ -131,8 +130,6 @@ def _set_training(m: nn.Module, modes: Dict[nn.Module, bool], mode: Optional[boo
 
 def trace(m: nn.Module) -> torch.fx.Graph:
     """m's graph in its current training mode, or Untraceable."""
-    if has_hooks(m):
-        raise Untraceable("it has hooks, which a trace would not call")
     if type(m).forward is nn.Module.forward:
         raise Untraceable("no forward (a container)")
     _check_signature(m)
