@@ -41,6 +41,8 @@ using Binary = Tensor(const Tensor&, const Tensor&, string_view);
 using Ternary = Tensor(const Tensor&, const Tensor&, const Tensor&, string_view);
 using BiasBwd = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&,
                                            const Tensor&, string_view);
+using Geglu = Tensor(const Tensor&, string_view, string_view);
+using GegluBwd = Tensor(const Tensor&, const Tensor&, string_view, string_view);
 
 GELU_TORCH_OP(gelu_op, "gelu", Unary)
 GELU_TORCH_OP(gelu_backward_op, "gelu_backward", Binary)
@@ -48,8 +50,8 @@ GELU_TORCH_OP(bias_gelu_op, "bias_gelu", Binary)
 GELU_TORCH_OP(bias_gelu_backward_op, "bias_gelu_backward", BiasBwd)
 GELU_TORCH_OP(add_gelu_op, "add_gelu", Binary)
 GELU_TORCH_OP(add_gelu_backward_op, "add_gelu_backward", Ternary)
-GELU_TORCH_OP(geglu_op, "geglu", Unary)
-GELU_TORCH_OP(geglu_backward_op, "geglu_backward", Binary)
+GELU_TORCH_OP(geglu_op, "geglu", Geglu)
+GELU_TORCH_OP(geglu_backward_op, "geglu_backward", GegluBwd)
 #undef GELU_TORCH_OP
 
 // The backward nodes. Each holds only the forward inputs its backward op
@@ -112,11 +114,13 @@ struct AddGeluFusionBackward : SavedInputs<2> {
 };
 
 struct GegluFusionBackward : SavedInputs<1> {
+  gelu::GeluHalf gelu_half = gelu::GeluHalf::first;
   std::string name() const override { return "GegluFusionBackward"; }
   variable_list apply(variable_list&& g) override {
     if (!g[0].defined()) return {Tensor()};
     const auto [x] = unpack();
-    return {geglu_backward_op().call(g[0], x, approximate())};
+    return {geglu_backward_op().call(g[0], x, approximate(),
+                                     gelu::gelu_half_name(gelu_half))};
   }
 };
 
@@ -174,11 +178,15 @@ Tensor add_gelu_autograd(const Tensor& a, const Tensor& b,
   });
 }
 
-Tensor geglu_autograd(const Tensor& x, string_view approximate) {
+Tensor geglu_autograd(const Tensor& x, string_view approximate, string_view gelu_half) {
   dtype_of("geglu", "x", x);
-  return forward<GegluFusionBackward, 1>({&x}, approximate, [&] {
-    return geglu_op().call(x, approximate);
+  Tensor y = forward<GegluFusionBackward, 1>({&x}, approximate, [&] {
+    return geglu_op().call(x, approximate, gelu_half);
   });
+  // The kernel accepted gelu_half, so it parses.
+  if (auto* node = dynamic_cast<GegluFusionBackward*>(y.grad_fn().get()))
+    node->gelu_half = gelu::parse_gelu_half(std::string_view(gelu_half.data(), gelu_half.size()));
+  return y;
 }
 
 }  // namespace
