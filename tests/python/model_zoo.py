@@ -445,6 +445,14 @@ def transformer_encoder_layer(d=32, activation="gelu"):
                                       activation=activation, batch_first=True)
 
 
+def _has_gelu_half():
+    import gelu_fusion.fusion_runtime as rt
+    return rt.HAS_GELU_HALF
+
+
+_HAS_GELU_HALF = _has_gelu_half()
+
+
 def _cfg(act):
     return Config(hidden_act=act)
 
@@ -471,7 +479,9 @@ ZOO = {
     "hf_CLIPMLP": (lambda: CLIPMLP(_cfg("quick_gelu")), (2, 5, 32), ["bias_gelu"]),
     "hf_T5DenseGatedActDense": (lambda: T5DenseGatedActDense(_cfg("gelu_new")),
                                 (2, 5, 32), ["geglu"]),
-    "diffusers_GEGLU": (lambda: GEGLU(32, 48), (2, 5, 32), ["gelu"]),
+    # GELU on the second half: geglu where the op has gelu_half
+    "diffusers_GEGLU": (lambda: GEGLU(32, 48), (2, 5, 32),
+                        ["geglu" if _HAS_GELU_HALF else "gelu"]),
     "GateFirstGEGLU": (lambda: GateFirstGEGLU(32, 48), (2, 5, 32), ["geglu"]),
     "timm_Mlp": (lambda: Mlp(32, 64), (2, 5, 32), ["bias_gelu"]),
     "residual_gelu": (lambda: ResidualGELU(), (2, 5, 32), ["add_gelu"]),

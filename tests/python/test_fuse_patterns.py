@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import gelu_fusion
+from gelu_fusion import fusion_runtime as rt
 from gelu_fusion.fusion import FusedGraphModule
 
 
@@ -168,17 +169,56 @@ def test_geglu_gate_first_spellings(how):
     check(M(), results=["geglu"])
 
 
-def test_geglu_gate_second_keeps_a_plain_gelu_and_says_why():
+@pytest.mark.parametrize("how", ["chunk", "slices"])
+def test_geglu_gelu_on_the_second_half(how):
+    """diffusers' GEGLU order: h * gelu(gate), gate the second half."""
     class M(nn.Module):
         def __init__(self):
             super().__init__()
             self.proj = nn.Linear(16, 20)
 
         def forward(self, x):
-            h, gate = self.proj(x).chunk(2, dim=-1)
-            return h * F.gelu(gate)
-    report, _ = check(M(), results=["gelu"])
-    assert "gate is the second half" in report.sites[0].reason
+            if how == "chunk":
+                h, gate = self.proj(x).chunk(2, dim=-1)
+            else:
+                p = self.proj(x)
+                h, gate = p[..., :10], p[..., 10:]
+            return h * F.gelu(gate, approximate="tanh")
+    if rt.HAS_GELU_HALF:
+        report, _ = check(M(), results=["geglu"])
+        assert "second half" in report.sites[0].reason
+    else:
+        report, _ = check(M(), results=["gelu"])
+        assert "no gelu_half" in report.sites[0].reason
+
+
+@pytest.mark.skipif(not rt.HAS_GELU_HALF, reason="geglu op without gelu_half")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("form", ["none", "tanh", "quick"])
+def test_geglu_op_gelu_half_second(form, dtype):
+    """geglu(x, gelu_half='second') is geglu of x with its halves swapped,
+    bit for bit, forward and backward; a bad value raises."""
+    x = (torch.randn(5, 2, 22) * 3).to(dtype)
+    swapped = torch.cat([x[..., 11:], x[..., :11]], -1)
+    xa, xb = x.clone().requires_grad_(), swapped.clone().requires_grad_()
+    ya = torch.ops.gelu_fusion.geglu(xa, approximate=form, gelu_half="second")
+    yb = torch.ops.gelu_fusion.geglu(xb, approximate=form)
+    assert torch.equal(ya, yb)
+    dy = torch.randn_like(ya)
+    ya.backward(dy)
+    yb.backward(dy)
+    assert torch.equal(xa.grad, torch.cat([xb.grad[..., 11:], xb.grad[..., :11]], -1))
+    ref = x.double()[..., :11] * F.gelu(x.double()[..., 11:],
+                                        approximate="tanh" if form == "tanh" else "none") \
+        if form != "quick" else x.double()[..., :11] * x.double()[..., 11:] * \
+        torch.sigmoid(1.702 * x.double()[..., 11:])
+    tol = 1e-5 if dtype == torch.float32 else 1e-2
+    assert float((ya.double() - ref).abs().max()) <= tol * (float(ref.abs().max()) + 1)
+    with pytest.raises(RuntimeError, match="gelu_half is 'last', expected 'first' or 'second'"):
+        torch.ops.gelu_fusion.geglu(x, gelu_half="last")
+    out = torch.empty(5, 2, 11, dtype=dtype)
+    torch.ops.gelu_fusion.geglu(x, approximate=form, gelu_half="second", out=out)
+    assert torch.equal(out, ya.detach())
 
 
 @pytest.mark.parametrize("bias", [False, True])

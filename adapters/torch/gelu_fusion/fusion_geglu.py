@@ -2,10 +2,9 @@
 
 - halves of one tensor x[..., 2H]: `a, b = x.chunk(2, -1)`,
   `x.split(H, -1)`, `torch.chunk`/`torch.split`, or the slices
-  `x[..., :H]` / `x[..., H:]`; then `gelu(a) * b` becomes geglu(x). The
-  other order, `a * gelu(b)` (diffusers' GEGLU, the gate in the second
-  half), needs a kernel that reads the gate from the second half; today's
-  takes it first, so that order keeps the plain gelu (the reason says so).
+  `x[..., :H]` / `x[..., H:]`; then `gelu(a) * b` becomes geglu(x), and
+  `a * gelu(b)` (diffusers' GEGLU: `h, gate = x.chunk(2, -1)`,
+  `h * gelu(gate)`) geglu(x, gelu_half='second'), one pass either way.
   Each call checks that the last dimension is 2H (else the model's own
   expression).
 - two nn.Linear of the same input (T5's gated FFN:
@@ -110,10 +109,21 @@ def fuse(gm: torch.fx.GraphModule) -> None:
                             [node, gate, other] + src, meta_from=node), site,
                   "last dim 2H (checked at each call)")
             continue
-        # ... or gate second: not fused today.
-        if (_halves(other, gate) or _slices(other, gate)) is not None:
-            site.reason = ("geglu not fused: the gate is the second half; "
-                           "the geglu kernel takes it first")
+        # ... or the GELU on the second half (diffusers), where the op has
+        # gelu_half.
+        found = _halves(other, gate) or _slices(other, gate)
+        if found is not None:
+            x, half, src = found
+            if not rt.HAS_GELU_HALF:
+                site.reason = ("geglu not fused: the GELU is on the second half; "
+                               "this build's geglu op has no gelu_half")
+            elif any(len(s.users) != 2 for s in src):
+                site.reason = "geglu not fused: the split has another use"
+            else:
+                _done(g.replace(graph, mul, rt.geglu_halves_gelu_second,
+                                (x, half, form), [node, gate, other] + src,
+                                meta_from=node), site,
+                      "GELU on the second half; last dim 2H (checked at each call)")
             continue
         lins = _two_linears(gm, gate, other)
         if isinstance(lins, str):

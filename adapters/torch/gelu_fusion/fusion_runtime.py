@@ -16,13 +16,14 @@ from torch import Tensor
 from .functional import add_gelu, bias_gelu, geglu, gelu
 
 __all__ = ["bias_gelu_or_add", "linear_bias_gelu", "addmm_bias_gelu",
-           "add_gelu_or_add", "geglu_halves", "geglu_two_linears",
-           "geglu_two_linears_bias"]
+           "add_gelu_or_add", "geglu_halves", "geglu_halves_gelu_second",
+           "geglu_two_linears", "geglu_two_linears_bias"]
 
 # What each call computes, as `fuse` reports it.
 RESULT = {"bias_gelu_or_add": "bias_gelu", "linear_bias_gelu": "bias_gelu",
           "addmm_bias_gelu": "bias_gelu", "add_gelu_or_add": "add_gelu",
-          "geglu_halves": "geglu", "geglu_two_linears": "geglu",
+          "geglu_halves": "geglu", "geglu_halves_gelu_second": "geglu",
+          "geglu_two_linears": "geglu",
           "geglu_two_linears_bias": "geglu"}
 
 
@@ -73,6 +74,24 @@ def geglu_halves(x: Tensor, half: int, approximate: str) -> Tensor:
     if x.dim() >= 1 and 2 * h == n:
         return geglu(x, approximate)
     return gelu(x[..., :h], approximate) * x[..., h:]
+
+
+# Whether the geglu op takes gelu_half (the GELU on the second half).
+HAS_GELU_HALF = "gelu_half" in str(torch.ops.gelu_fusion.geglu.default._schema)
+
+
+def geglu_halves_gelu_second(x: Tensor, half: int, approximate: str) -> Tensor:
+    """x[..., :H] * gelu(x[..., H:]) (diffusers' GEGLU) as geglu with
+    gelu_half='second', where x's last dimension is 2H and the kernel takes
+    x's dtype and device; else the model's own expression."""
+    n = x.shape[-1] if x.dim() >= 1 else 0
+    h = (n + 1) // 2 if half < 0 else half
+    kernel_dtype = (x.dtype == torch.float32 or x.dtype == torch.bfloat16
+                    or x.dtype == torch.float16)
+    if x.dim() >= 1 and 2 * h == n and kernel_dtype and x.device.type == "cpu":
+        return torch.ops.gelu_fusion.geglu(x, approximate=approximate,
+                                           gelu_half="second")
+    return x[..., :h] * gelu(x[..., h:], approximate)
 
 
 def geglu_two_linears(x: Tensor, w_gate: Tensor, w_up: Tensor,
