@@ -146,6 +146,31 @@ def test_add_gelu_falls_back_where_shapes_or_dtypes_differ():
     assert "checked at each call" in report.sites[0].reason
 
 
+def test_add_of_a_size_is_not_add_gelu():
+    class M(nn.Module):
+        def forward(self, x):
+            return F.gelu(x + x.size(-1) * 0.01) + F.gelu(x.shape[0] + x)
+    check(M(), results=["gelu", "gelu"])
+
+
+def test_bias_written_out_keeps_promotion_under_autocast():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 24, bias=False)
+            self.b = nn.Parameter(torch.randn(24))
+
+        def forward(self, x):
+            return F.gelu(self.fc(x) + self.b)
+    m = M()
+    report, fused = check(m, results=["bias_gelu"])
+    x = torch.randn(3, 16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want, got = copy.deepcopy(m)(x), fused(x)
+    assert got.dtype == want.dtype == torch.float32  # bf16 + f32 promotes
+    torch.testing.assert_close(got, want)
+
+
 @pytest.mark.parametrize("how", ["chunk", "torch.chunk", "split", "split_list", "slices"])
 def test_geglu_gate_first_spellings(how):
     class M(nn.Module):

@@ -23,8 +23,7 @@ def fuse(gm: torch.fx.GraphModule) -> None:
         site, s, form = node.meta["gf_site"], node.args[0], node.args[1]
         if not g.calls(s, (operator.add, torch.add), ("add",)):
             continue
-        if s.kwargs or len(s.args) != 2 or not all(
-                isinstance(a, torch.fx.Node) for a in s.args):
+        if s.kwargs or len(s.args) != 2 or any(g.not_a_tensor(a) for a in s.args):
             continue
         if not g.only_user(s, node):
             site.reason = "add not fused: the sum has another use"

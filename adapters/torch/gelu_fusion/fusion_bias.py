@@ -6,7 +6,8 @@ its gradient comes from the GELU backward's pass):
 - F.linear(x, w, b) with a bias;
 - torch.addmm(b, a, w), also through a view/reshape of its result (GPT-2's
   Conv1D);
-- x + b with b a 1-D Parameter or buffer (a bias written out).
+- x + b with b a 1-D Parameter or buffer (a bias written out; here the
+  bias must have x's dtype, as `+` would promote).
 
 The Linear keeps its type and Parameters; the graph reads its weight and
 bias. Checked at each call (fusion_runtime): the bias is 1-D, the size of
@@ -90,7 +91,7 @@ def fuse(gm: torch.fx.GraphModule) -> None:
                 val = g.attr_of(gm, b)
                 if isinstance(val, torch.Tensor) and val.dim() == 1 \
                         and isinstance(y, torch.fx.Node):
-                    _done(g.replace(graph, node, rt.bias_gelu_or_add,
+                    _done(g.replace(graph, node, rt.add_bias_gelu,
                                     (y, b, form), [x]), site)
                     break
 

@@ -100,6 +100,25 @@ def replace(graph: torch.fx.Graph, out: Node, fn: Callable, args: Sequence,
     return new
 
 
+_NOT_TENSOR_METHODS = ("size", "dim", "numel", "item", "tolist", "stride",
+                       "__len__", "element_size", "nelement")
+
+
+def not_a_tensor(node) -> bool:
+    """node is known not to be a tensor: a number, a size, or arithmetic and
+    indexing over those (x.size(-1), x.shape[0] * 2)."""
+    if not isinstance(node, Node):
+        return True
+    if node.op == "call_method":
+        return node.target in _NOT_TENSOR_METHODS
+    if node.op == "call_function" and node.target in (len, getattr):
+        return True
+    if node.op == "call_function" and getattr(node.target, "__module__", "") in (
+            "_operator", "operator"):
+        return all(not_a_tensor(a) for a in node.args)
+    return False
+
+
 def getitem_of(node) -> Optional[tuple]:
     """(source, index) for `source[index]`, else None."""
     if calls(node, (operator.getitem,)) and len(node.args) == 2:

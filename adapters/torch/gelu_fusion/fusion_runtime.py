@@ -15,12 +15,13 @@ from torch import Tensor
 
 from .functional import add_gelu, bias_gelu, geglu, gelu
 
-__all__ = ["bias_gelu_or_add", "linear_bias_gelu", "addmm_bias_gelu",
+__all__ = ["bias_gelu_or_add", "add_bias_gelu", "linear_bias_gelu", "addmm_bias_gelu",
            "add_gelu_or_add", "geglu_halves", "geglu_halves_gelu_second",
            "geglu_two_linears", "geglu_two_linears_bias"]
 
 # What each call computes, as `fuse` reports it.
-RESULT = {"bias_gelu_or_add": "bias_gelu", "linear_bias_gelu": "bias_gelu",
+RESULT = {"bias_gelu_or_add": "bias_gelu", "add_bias_gelu": "bias_gelu",
+          "linear_bias_gelu": "bias_gelu",
           "addmm_bias_gelu": "bias_gelu", "add_gelu_or_add": "add_gelu",
           "geglu_halves": "geglu", "geglu_halves_gelu_second": "geglu",
           "geglu_two_linears": "geglu",
@@ -37,6 +38,14 @@ def bias_gelu_or_add(y: Tensor, bias: Tensor, approximate: str) -> Tensor:
     to the matmul that y came from (F.linear, addmm)."""
     if _bias_fits(y, bias):
         return bias_gelu(y, bias.to(y.dtype), approximate)
+    return gelu(y + bias, approximate)
+
+
+def add_bias_gelu(y: Tensor, bias: Tensor, approximate: str) -> Tensor:
+    """gelu(y + bias) written out: bias_gelu where the bias fits and has
+    y's dtype (else `+` would promote, and so does the fallback)."""
+    if _bias_fits(y, bias) and bias.dtype == y.dtype:
+        return bias_gelu(y, bias, approximate)
     return gelu(y + bias, approximate)
 
 
@@ -59,7 +68,10 @@ def addmm_bias_gelu(bias: Tensor, a: Tensor, w: Tensor, shape: List[int],
 
 def add_gelu_or_add(a: Tensor, b: Tensor, approximate: str) -> Tensor:
     """gelu(a + b): add_gelu where a and b have one shape and dtype (today's
-    kernel), else the sum then gelu."""
+    kernel), else the sum then gelu (also where an addend is not a tensor:
+    the graph cannot always tell)."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        return gelu(a + b, approximate)
     if a.shape == b.shape and a.dtype == b.dtype:
         return add_gelu(a, b, approximate)
     return gelu(a + b, approximate)
