@@ -28,7 +28,8 @@ from torch import nn
 from . import fusion_add, fusion_bias, fusion_geglu, fusion_gelu
 from . import fusion_gelu_formula, fusion_transformer
 from .fusion_explain import Report, Site
-from .fusion_trace import Untraceable, _special_leaf, trace
+from .fusion_trace import (Untraceable, _special_leaf, check_mode_independent,
+                           code_of, holds_no_gelu, trace)
 
 
 class FusedGraphModule(torch.fx.GraphModule):
@@ -95,6 +96,17 @@ def _user_code(m: nn.Module) -> bool:
     return not type(m).__module__.startswith("torch.")
 
 
+class _GraphOf:
+    """What a pass works on: the graph, and the traced module's attributes
+    and submodules (get_submodule, parameters) for its checks."""
+
+    def __init__(self, m: nn.Module, graph: torch.fx.Graph):
+        self.graph, self._m = graph, m
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
+
 class _Run:
     def __init__(self, opts: dict, apply: bool):
         self.opts, self.apply, self.report = opts, apply, Report()
@@ -106,14 +118,19 @@ class _Run:
             if site is not None:
                 self.report.sites.append(site)
             return m
+        if holds_no_gelu(m):
+            return m
         try:
             graph = trace(m)
         except Untraceable as e:
-            if _user_code(m) and type(m).forward is not nn.Module.forward:
-                self.report.untraced.append((path, str(e)))
-            self.children(m, path)
-            return m
+            return self.untraced(m, path, e)
         return self.graph(m, graph, path)
+
+    def untraced(self, m: nn.Module, path: str, why: Untraceable) -> nn.Module:
+        if _user_code(m) and type(m).forward is not nn.Module.forward:
+            self.report.untraced.append((path, str(why)))
+        self.children(m, path)
+        return m
 
     def children(self, m: nn.Module, path: str, names=None) -> None:
         for name in list(m._modules) if names is None else names:
@@ -125,6 +142,15 @@ class _Run:
                 m._modules[name] = new
 
     def graph(self, m: nn.Module, graph: torch.fx.Graph, path: str) -> nn.Module:
+        unfused = code_of(graph)
+        sites = self.passes(_GraphOf(m, graph), path)
+        changed = any(_changed(s) for s in sites)
+        if changed:  # only then is a second trace worth its time
+            try:
+                check_mode_independent(m, unfused)
+            except Untraceable as e:
+                return self.untraced(m, path, e)
+        self.report.sites.extend(sites)
         # Modules the graph calls as they are, but that may hold GELUs.
         done = set()
         for node in graph.nodes:
@@ -135,16 +161,13 @@ class _Run:
             if _special_leaf(sub) or sub._modules:
                 parent, _, name = node.target.rpartition(".")
                 self.children(m.get_submodule(parent), _join(path, parent), [name])
-        gm = torch.fx.GraphModule(m, graph, type(m).__name__)
-        sites = self.passes(gm, m, path)
-        self.report.sites.extend(sites)
-        if not any(_changed(s) for s in sites):
+        if not changed:
             return m
-        gm.graph.lint()
-        fused = FusedGraphModule(m, gm.graph, type(m).__name__)
+        graph.lint()
+        fused = FusedGraphModule(m, graph, type(m).__name__)
         return _restore(fused, m.__dict__)
 
-    def passes(self, gm, root: nn.Module, path: str) -> List[Site]:
+    def passes(self, gm: _GraphOf, path: str) -> List[Site]:
         o = self.opts
         sites = []
         if o["approximate_match"]:

@@ -15,7 +15,7 @@ from . import fusion_graph as g
 from . import fusion_runtime as rt
 
 
-def fuse(gm: torch.fx.GraphModule) -> None:
+def fuse(gm) -> None:
     graph = gm.graph
     for node in list(graph.nodes):
         if not g.is_canonical(node):

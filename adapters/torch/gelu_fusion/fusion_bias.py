@@ -34,7 +34,7 @@ def _weight_bias(graph: torch.fx.Graph, at, target: str):
         return (graph.get_attr(target + ".weight"), graph.get_attr(target + ".bias"))
 
 
-def fuse(gm: torch.fx.GraphModule) -> None:
+def fuse(gm) -> None:
     graph = gm.graph
     for node in list(graph.nodes):
         if not g.is_canonical(node):

@@ -84,7 +84,7 @@ def _two_linears(gm, a: Node, b: Node):
     return la, lb
 
 
-def fuse(gm: torch.fx.GraphModule) -> None:
+def fuse(gm) -> None:
     graph = gm.graph
     for node in list(graph.nodes):
         if not g.is_canonical(node) or len(node.users) != 1:

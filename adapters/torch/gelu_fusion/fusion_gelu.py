@@ -33,7 +33,7 @@ _FUSED.update({_functional.bias_gelu: "bias_gelu", _functional.add_gelu: "add_ge
                _functional.geglu: "geglu"})
 
 
-def find(gm: torch.fx.GraphModule, prefix: str) -> List[Site]:
+def find(gm, prefix: str) -> List[Site]:
     sites = []
     for node in list(gm.graph.nodes):
         if g.is_canonical(node):

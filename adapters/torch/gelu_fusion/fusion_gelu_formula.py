@@ -191,7 +191,7 @@ def _forms():
 _SEARCH_DEPTH = 6  # arithmetic steps from the anchor to the result
 
 
-def find(gm: torch.fx.GraphModule, prefix: str) -> List[Site]:
+def find(gm, prefix: str) -> List[Site]:
     sites = []
     for anchor in list(gm.graph.nodes):
         if anchor.graph is not gm.graph:  # erased by an earlier match

@@ -1,7 +1,9 @@
 """Graph helpers shared by the fusion passes: what a node calls, its single
 user, constants, and replacing a matched subgraph by one call.
 
-A pass sees GELUs in one canonical form, made by fusion_gelu and
+A pass takes `gm`: the traced graph (gm.graph) and the traced module's
+submodules and attributes (gm.get_submodule, gm.<name>). It sees GELUs in
+one canonical form, made by fusion_gelu and
 fusion_gelu_formula: a call of gelu_fusion.gelu(x, form) whose
 node.meta['gf_site'] is the Site it reports on.
 """

@@ -70,6 +70,10 @@ class SiteTracer(torch.fx.Tracer):
     """Records node.meta['gf_path'] (module path, relative to the root) and
     node.meta['gf_source'] ((file, line) of the model code)."""
 
+    # Buffers as graph values, so model code may index them with traced
+    # sizes (nanoGPT's causal mask: self.bias[:, :, :T, :T]).
+    proxy_buffer_attributes = True
+
     def __init__(self):
         super().__init__(autowrap_functions=_OPAQUE_FUNCTIONS)
         self._stack = [""]
@@ -128,28 +132,42 @@ def _set_training(m: nn.Module, modes: Dict[nn.Module, bool], mode: Optional[boo
         sub.training = modes[sub] if mode is None else mode
 
 
+def holds_no_gelu(m: nn.Module) -> bool:
+    """A torch.nn module without children that is not nn.GELU (Linear,
+    LayerNorm, Dropout, ...): nothing to trace."""
+    return (not m._modules and type(m) is not nn.GELU
+            and type(m).__module__.startswith("torch.nn."))
+
+
+def _trace_in(m: nn.Module, mode: Optional[bool]) -> torch.fx.Graph:
+    """m's graph with every module in `mode` (None: as they are)."""
+    modes = {sub: sub.training for sub in m.modules()}
+    try:
+        _set_training(m, modes, mode)
+        return SiteTracer().trace(m)
+    except Exception as e:  # any failure: trace the children instead
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise Untraceable(f"torch.fx: {type(e).__name__}: {first[:120]}") from None
+    finally:
+        _set_training(m, modes, None)
+
+
 def trace(m: nn.Module) -> torch.fx.Graph:
-    """m's graph in its current training mode, or Untraceable."""
+    """m's graph in its current training mode, or Untraceable. Before a
+    graph replaces m, check_mode_independent(m, graph)."""
     if type(m).forward is nn.Module.forward:
         raise Untraceable("no forward (a container)")
     _check_signature(m)
-    modes = {sub: sub.training for sub in m.modules()}
-    graphs = []
-    try:
-        # As the model is, then with every module flipped to the other mode.
-        for mode in (None, not m.training):
-            _set_training(m, modes, mode)
-            try:
-                graphs.append(SiteTracer().trace(m))
-            except Exception as e:  # any failure: trace the children instead
-                first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-                raise Untraceable(f"torch.fx: {type(e).__name__}: {first[:120]}") from None
-    finally:
-        _set_training(m, modes, None)
-    if _code(graphs[0]) != _code(graphs[1]):
+    return _trace_in(m, None)
+
+
+def check_mode_independent(m: nn.Module, code: str) -> None:
+    """Untraceable when m's graph with every module flipped to the other
+    training mode differs from `code` (code_of the graph traced as m is)."""
+    if code != code_of(_trace_in(m, not m.training)):
         raise Untraceable("forward depends on self.training; a trace would fix it")
-    return graphs[0]
 
 
-def _code(g: torch.fx.Graph) -> str:
+def code_of(g: torch.fx.Graph) -> str:
+    """The graph's code: equal codes, equal computations."""
     return g.python_code("self").src
