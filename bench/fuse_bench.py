@@ -9,7 +9,6 @@ Figures, not tests: docs/performance.md quotes them with this command.
 """
 import argparse
 import copy
-import math
 import os
 import re
 import statistics
@@ -104,36 +103,11 @@ def bench_step(rounds, per_round):
 # --- fuse time on 12-layer models ----------------------------------------------
 
 
-class CausalSelfAttention(nn.Module):
-    """nanoGPT's attention (the explicit softmax path)."""
-
-    def __init__(self, n_embd, n_head, block_size):
-        super().__init__()
-        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
-        self.c_proj = nn.Linear(n_embd, n_embd)
-        self.n_head, self.n_embd = n_head, n_embd
-        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size))
-                             .view(1, 1, block_size, block_size))
-
-    def forward(self, x):
-        B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        att = F.softmax(att, dim=-1)
-        y = att @ v
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.c_proj(y)
-
-
 class NanoBlock(nn.Module):
     def __init__(self, n_embd, n_head, block_size):
         super().__init__()
         self.ln_1 = nn.LayerNorm(n_embd)
-        self.attn = CausalSelfAttention(n_embd, n_head, block_size)
+        self.attn = model_zoo.CausalSelfAttention(n_embd, n_head, block_size)
         self.ln_2 = nn.LayerNorm(n_embd)
         self.mlp = model_zoo.NanoGPTMLP(n_embd)
 

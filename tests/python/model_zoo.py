@@ -248,15 +248,50 @@ class LayerNorm(nn.Module):
         return F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)
 
 
+class CausalSelfAttention(nn.Module):
+    """nanoGPT's CausalSelfAttention, the explicit softmax path (PyTorch
+    1.13 has no F.scaled_dot_product_attention); its mask is a buffer
+    sliced with traced sizes."""
+
+    def __init__(self, n_embd=32, n_head=4, block_size=16, dropout=0.0):
+        super().__init__()
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.attn_dropout = nn.Dropout(dropout)
+        self.resid_dropout = nn.Dropout(dropout)
+        self.n_head = n_head
+        self.n_embd = n_embd
+        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size))
+                             .view(1, 1, block_size, block_size))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        att = self.attn_dropout(att)
+        y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        y = self.resid_dropout(self.c_proj(y))
+        return y
+
+
 class NanoGPTBlock(nn.Module):
-    """nanoGPT Block, attention left out (x + mlp(ln(x)))."""
+    """nanoGPT Block."""
 
     def __init__(self, n_embd=32):
         super().__init__()
+        self.ln_1 = LayerNorm(n_embd, bias=True)
+        self.attn = CausalSelfAttention(n_embd)
         self.ln_2 = LayerNorm(n_embd, bias=True)
         self.mlp = NanoGPTMLP(n_embd)
 
     def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
         x = x + self.mlp(self.ln_2(x))
         return x
 
