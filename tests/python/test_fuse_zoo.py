@@ -11,10 +11,8 @@ import warnings
 
 import pytest
 import torch
-from torch import nn
 
 import gelu_fusion
-import model_zoo
 from model_zoo import ZOO
 
 NAMES = sorted(ZOO)

@@ -18,7 +18,6 @@ shares its hooks. Modules without a fused site are not replaced.
 """
 import copy
 import warnings
-from collections import OrderedDict
 from typing import List, Tuple
 
 import torch

@@ -14,7 +14,6 @@ bias. Checked at each call (fusion_runtime): the bias is 1-D, the size of
 the last dimension (else the sum then gelu).
 """
 import operator
-from typing import List
 
 import torch
 import torch.fx

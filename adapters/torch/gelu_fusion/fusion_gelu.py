@@ -9,7 +9,6 @@ passes match; a call whose `approximate` is not a constant is left.
 """
 from typing import List
 
-import torch.fx
 from torch import nn
 
 from . import functional as _functional
