@@ -12,6 +12,9 @@ constexpr AttrDecl kAttrs[] = {
     {"approximate", "str", "'none'",
      "'none' (erf), 'tanh' or 'quick' (x*sigmoid(1.702x))"},
     {"num_threads", "int", "0", "threads; 0 = library default, < 0 an error"},
+    {"gelu_half", "str", "'first'",
+     "geglu ops only: the half of x [..., 2H] the GELU applies to; 'second' "
+     "is x[..., :H] * gelu(x[..., H:])"},
 };
 
 constexpr OpDecl kOps[] = {

@@ -192,7 +192,8 @@ void geglu(ConstTensorRef x, TensorRef y, const Options& o) {
             [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
               cpu::geglu_fwd(o.approximate, t, nr, nc, h,
                              at(x.data, t, r0 * 2 * h + c0),
-                             at(y.data, t, r0 * h + c0));
+                             at(y.data, t, r0 * h + c0),
+                             o.gelu_half == GeluHalf::second);
             });
 }
 
@@ -209,7 +210,8 @@ void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
               cpu::geglu_bwd(o.approximate, t, nr, nc, h,
                              at(dy.data, t, r0 * h + c0),
                              at(x.data, t, r0 * 2 * h + c0),
-                             at(dx.data, t, r0 * 2 * h + c0));
+                             at(dx.data, t, r0 * 2 * h + c0),
+                             o.gelu_half == GeluHalf::second);
             });
 }
 

@@ -88,6 +88,13 @@ void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
   if (opts.num_threads < 0)
     fail(op, "num_threads is " + std::to_string(opts.num_threads) +
                  ", expected >= 0 (0 = library default)");
+  if (opts.gelu_half != GeluHalf::first &&
+      (opts.gelu_half != GeluHalf::second ||
+       (id != OpId::geglu && id != OpId::geglu_backward)))
+    fail(op, std::string("gelu_half is ") + gelu_half_name(opts.gelu_half) +
+                 (opts.gelu_half == GeluHalf::second
+                      ? ", expected the default 'first' (it applies to geglu only)"
+                      : ", expected GeluHalf::first or GeluHalf::second"));
   if (opts.approximate != Approx::none && opts.approximate != Approx::tanh &&
       opts.approximate != Approx::quick)
     fail(op, "approximate is " +

@@ -40,10 +40,11 @@ void bias_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
 // GeGLU over `rows` rows, columns [0, cols) of a row whose gate half begins
 // `h` elements after its value half: x rows are 2h apart, y/dy rows h apart,
 // dx rows 2h apart. x and dx point at the value half's first column.
+// gelu_second: the GELU's half is the second one (GeluHalf::second).
 void geglu_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
-               const void* x, void* y);
+               const void* x, void* y, bool gelu_second = false);
 void geglu_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
-               const void* dy, const void* x, void* dx);
+               const void* dy, const void* x, void* dx, bool gelu_second = false);
 
 // Storage conversions on the kernels' own vector path (bf16/f16 rounded to
 // nearest-even, bit for bit as src/core/convert.hpp).

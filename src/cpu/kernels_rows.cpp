@@ -43,27 +43,30 @@ void BiasBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
   });
 }
 
+// `g` and `u`: offsets in a row of the GELU's half and of its multiplier.
 void GegluFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
-              const void* x, void* y) {
+              const void* x, void* y, bool gelu_second) {
+  const int64_t g = gelu_second ? h : 0, u = h - g;
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
     for (int64_t r = 0; r < rows; ++r) {
       const auto xr = CP<S>(x) + r * 2 * h;
       Row<decltype(m), S, kGated>(
-          cols, {nullptr, xr, xr + h, P<S>(y) + r * h, nullptr, nullptr});
+          cols, {nullptr, xr + g, xr + u, P<S>(y) + r * h, nullptr, nullptr});
     }
   });
 }
 
 void GegluBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
-              const void* dy, const void* x, void* dx) {
+              const void* dy, const void* x, void* dx, bool gelu_second) {
+  const int64_t g = gelu_second ? h : 0, u = h - g;
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
     for (int64_t r = 0; r < rows; ++r) {
       const auto xr = CP<S>(x) + r * 2 * h;
       const auto dxr = P<S>(dx) + r * 2 * h;
       Row<decltype(m), S, kGated | kBackward>(
-          cols, {CP<S>(dy) + r * h, xr, xr + h, dxr, dxr + h, nullptr});
+          cols, {CP<S>(dy) + r * h, xr + g, xr + u, dxr + g, dxr + u, nullptr});
     }
   });
 }
@@ -94,12 +97,12 @@ void bias_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t stride,
                                 dbias);
 }
 void geglu_fwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h,
-               const void* x, void* y) {
-  HWY_DYNAMIC_DISPATCH(GegluFwd)(a, t, rows, cols, h, x, y);
+               const void* x, void* y, bool gelu_second) {
+  HWY_DYNAMIC_DISPATCH(GegluFwd)(a, t, rows, cols, h, x, y, gelu_second);
 }
 void geglu_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h,
-               const void* dy, const void* x, void* dx) {
-  HWY_DYNAMIC_DISPATCH(GegluBwd)(a, t, rows, cols, h, dy, x, dx);
+               const void* dy, const void* x, void* dx, bool gelu_second) {
+  HWY_DYNAMIC_DISPATCH(GegluBwd)(a, t, rows, cols, h, dy, x, dx, gelu_second);
 }
 
 }  // namespace gelu::cpu

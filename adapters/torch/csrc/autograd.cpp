@@ -50,6 +50,8 @@ using Binary = Tensor(const Tensor&, const Tensor&, string_view);
 using Ternary = Tensor(const Tensor&, const Tensor&, const Tensor&, string_view);
 using BiasBwd = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&,
                                            const Tensor&, string_view);
+using Geglu = Tensor(const Tensor&, string_view, string_view);
+using GegluBwd = Tensor(const Tensor&, const Tensor&, string_view, string_view);
 
 GELU_TORCH_OP(gelu_op, "gelu", Unary)
 GELU_TORCH_OP(gelu_backward_op, "gelu_backward", Binary)
@@ -57,8 +59,8 @@ GELU_TORCH_OP(bias_gelu_op, "bias_gelu", Binary)
 GELU_TORCH_OP(bias_gelu_backward_op, "bias_gelu_backward", BiasBwd)
 GELU_TORCH_OP(add_gelu_op, "add_gelu", Binary)
 GELU_TORCH_OP(add_gelu_backward_op, "add_gelu_backward", Ternary)
-GELU_TORCH_OP(geglu_op, "geglu", Unary)
-GELU_TORCH_OP(geglu_backward_op, "geglu_backward", Binary)
+GELU_TORCH_OP(geglu_op, "geglu", Geglu)
+GELU_TORCH_OP(geglu_backward_op, "geglu_backward", GegluBwd)
 #undef GELU_TORCH_OP
 
 // The backward nodes. Each holds only the forward inputs its backward op
@@ -144,18 +146,23 @@ struct AddGeluFusionBackward : SavedInputs<2> {
 };
 
 struct GegluFusionBackward : SavedInputs<1> {
+  gelu::GeluHalf gelu_half = gelu::GeluHalf::first;
   std::string name() const override { return "GegluFusionBackward"; }
   variable_list apply(variable_list&& g) override {
     if (!g[0].defined()) return {Tensor()};
     const auto [x] = unpack();
     if (must_differentiate({&g[0], &x})) {
+      // x = [a, gate] with the GELU on a; gelu_half = second swaps the halves.
+      const bool second = gelu_half == gelu::GeluHalf::second;
       const auto halves = x.chunk(2, -1);
-      const Tensor& a = halves[0];
-      const Tensor& gate = halves[1];
-      return {at::cat({g[0] * gate * composed::gelu_prime(a, form),
-                       g[0] * composed::gelu(a, form)}, -1)};
+      const Tensor& a = halves[second ? 1 : 0];
+      const Tensor& gate = halves[second ? 0 : 1];
+      Tensor da = g[0] * gate * composed::gelu_prime(a, form);
+      Tensor dgate = g[0] * composed::gelu(a, form);
+      return {second ? at::cat({dgate, da}, -1) : at::cat({da, dgate}, -1)};
     }
-    return {geglu_backward_op().call(g[0], x, approximate())};
+    return {geglu_backward_op().call(g[0], x, approximate(),
+                                     gelu::gelu_half_name(gelu_half))};
   }
 };
 
@@ -255,22 +262,35 @@ Tensor add_gelu_autograd(const Tensor& a, const Tensor& b,
       });
 }
 
-// geglu: gelu'(a) * da * g + gelu(a) * dg, for x = [a, g], dx = [da, dg].
-Tensor geglu_autograd(const Tensor& x, string_view approximate) {
+// geglu: gelu'(a) * da * g + gelu(a) * dg, for x = [a, g], dx = [da, dg]
+// (x = [g, a] when gelu_half is 'second').
+Tensor geglu_autograd(const Tensor& x, string_view approximate, string_view gelu_half) {
   dtype_of("geglu", "x", x);
-  return forward<GegluFusionBackward, 1>(
-      {&x}, approximate, [&] { return geglu_op().call(x, approximate); },
+  // Parsed before the kernel runs, so the tangent and the node agree with it.
+  gelu::GeluHalf half = gelu::GeluHalf::first;
+  try {
+    half = gelu::parse_gelu_half(std::string_view(gelu_half.data(), gelu_half.size()));
+  } catch (const gelu::Error& e) {
+    TORCH_CHECK(false, "gelu_fusion::geglu: ", e.what());
+  }
+  const bool second = half == gelu::GeluHalf::second;
+  Tensor y = forward<GegluFusionBackward, 1>(
+      {&x}, approximate, [&] { return geglu_op().call(x, approximate, gelu_half); },
       [&](const std::array<Tensor, 1>& t, gelu::Approx form) {
         const auto xh = primal(x).chunk(2, -1);
         const auto th = t[0].chunk(2, -1);
-        if (must_differentiate({&t[0], &xh[0]}))
-          return th[0] * composed::gelu_prime(xh[0], form) * xh[1] +
-                 composed::gelu(xh[0], form) * th[1];
+        const Tensor& a = xh[second ? 1 : 0];
+        const Tensor& gate = xh[second ? 0 : 1];
+        const Tensor& ta = th[second ? 1 : 0];
+        const Tensor& tgate = th[second ? 0 : 1];
+        if (must_differentiate({&t[0], &a}))
+          return ta * composed::gelu_prime(a, form) * gate + composed::gelu(a, form) * tgate;
         at::AutoDispatchBelowADInplaceOrView guard;
         const char* name = gelu::approx_name(form);
-        return gelu_backward_op().call(th[0], xh[0], name) * xh[1] +
-               gelu_op().call(xh[0], name) * th[1];
+        return gelu_backward_op().call(ta, a, name) * gate + gelu_op().call(a, name) * tgate;
       });
+  if (auto* node = dynamic_cast<GegluFusionBackward*>(y.grad_fn().get())) node->gelu_half = half;
+  return y;
 }
 
 }  // namespace

@@ -168,6 +168,18 @@ std::vector<int64_t> half_last(const Tensor& x) {
   return s;
 }
 
+// geglu's options: the form, and which half of x the GELU applies to.
+gelu::Options geglu_options(const char* op, string_view approximate,
+                            string_view gelu_half) {
+  gelu::Options o = options(op, approximate);
+  try {
+    o.gelu_half = gelu::parse_gelu_half(std::string_view(gelu_half.data(), gelu_half.size()));
+  } catch (const gelu::Error& e) {
+    TORCH_CHECK(false, "gelu_fusion::", op, ": ", e.what());
+  }
+  return o;
+}
+
 struct GegluArgs {
   static constexpr const char* kOp = "geglu";
   gelu::DType t;
@@ -175,8 +187,8 @@ struct GegluArgs {
   Layout lay;  // GeGLU's halves: always computed contiguous
   Tensor x;
   std::vector<int64_t> y_sizes;
-  GegluArgs(const Tensor& x_in, string_view approximate)
-      : t(dtype_of(kOp, "x", x_in)), o(options(kOp, approximate)),
+  GegluArgs(const Tensor& x_in, string_view approximate, string_view gelu_half)
+      : t(dtype_of(kOp, "x", x_in)), o(geglu_options(kOp, approximate, gelu_half)),
         x(x_in.contiguous()), y_sizes(half_last(x)) {}
   at::IntArrayRef out_sizes() const { return y_sizes; }
   const Tensor& like() const { return x; }
@@ -192,9 +204,11 @@ struct GegluBackwardArgs {
   gelu::Options o;
   Layout lay;
   Tensor dy, x;
-  GegluBackwardArgs(const Tensor& dy_in, const Tensor& x_in, string_view approximate)
+  GegluBackwardArgs(const Tensor& dy_in, const Tensor& x_in, string_view approximate,
+                    string_view gelu_half)
       : t(dtype_of(kOp, "x", x_in)), tdy(dtype_of(kOp, "grad_output", dy_in)),
-        o(options(kOp, approximate)), dy(dy_in.contiguous()), x(x_in.contiguous()) {}
+        o(geglu_options(kOp, approximate, gelu_half)), dy(dy_in.contiguous()),
+        x(x_in.contiguous()) {}
   at::IntArrayRef out_sizes() const { return x.sizes(); }
   const Tensor& like() const { return x; }
   Tensor restore(const Tensor& y) const { return y; }
@@ -281,9 +295,11 @@ TORCH_LIBRARY(gelu_fusion, m) {
   m.def("add_gelu(Tensor a, Tensor b, *, str approximate='none') -> Tensor");
   m.def("add_gelu_backward(Tensor grad_output, Tensor a, Tensor b, *, "
         "str approximate='none') -> Tensor");
-  m.def("geglu(Tensor x, *, str approximate='none') -> Tensor");
+  // geglu's gelu_half: 'first' is gelu(x[..., :H]) * x[..., H:], 'second'
+  // x[..., :H] * gelu(x[..., H:]) (diffusers' GEGLU).
+  m.def("geglu(Tensor x, *, str approximate='none', str gelu_half='first') -> Tensor");
   m.def("geglu_backward(Tensor grad_output, Tensor x, *, "
-        "str approximate='none') -> Tensor");
+        "str approximate='none', str gelu_half='first') -> Tensor");
   // out= overloads, as aten's: the result goes into preallocated tensors
   // (resized when their shape differs, dtype checked), with no autograd.
   m.def("gelu.out(Tensor x, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)");
@@ -298,9 +314,10 @@ TORCH_LIBRARY(gelu_fusion, m) {
         "Tensor(a!) out) -> Tensor(a!)");
   m.def("add_gelu_backward.out(Tensor grad_output, Tensor a, Tensor b, *, "
         "str approximate='none', Tensor(a!) out) -> Tensor(a!)");
-  m.def("geglu.out(Tensor x, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)");
+  m.def("geglu.out(Tensor x, *, str approximate='none', str gelu_half='first', "
+        "Tensor(a!) out) -> Tensor(a!)");
   m.def("geglu_backward.out(Tensor grad_output, Tensor x, *, "
-        "str approximate='none', Tensor(a!) out) -> Tensor(a!)");
+        "str approximate='none', str gelu_half='first', Tensor(a!) out) -> Tensor(a!)");
   // Not ops on tensors: test and diagnostic helpers.
   m.def("_set_poison_outputs(bool on) -> bool",
         &gelu_torch::set_poison_outputs);
@@ -316,8 +333,8 @@ TORCH_LIBRARY_IMPL(gelu_fusion, CPU, m) {
   m.impl("bias_gelu_backward", &bias_gelu_backward_cpu);
   m.impl("add_gelu", &functional<AddGeluArgs, Tensor, Tensor, S>);
   m.impl("add_gelu_backward", &functional<AddGeluBackwardArgs, Tensor, Tensor, Tensor, S>);
-  m.impl("geglu", &functional<GegluArgs, Tensor, S>);
-  m.impl("geglu_backward", &functional<GegluBackwardArgs, Tensor, Tensor, S>);
+  m.impl("geglu", &functional<GegluArgs, Tensor, S, S>);
+  m.impl("geglu_backward", &functional<GegluBackwardArgs, Tensor, Tensor, S, S>);
 }
 
 // For every backend, not just CPU: the out tensor decides the dispatch, and
@@ -331,6 +348,6 @@ TORCH_LIBRARY_IMPL(gelu_fusion, CompositeExplicitAutograd, m) {
   m.impl("bias_gelu_backward.out", &bias_gelu_backward_out_cpu);
   m.impl("add_gelu.out", &out_variant<AddGeluArgs, Tensor, Tensor, S>);
   m.impl("add_gelu_backward.out", &out_variant<AddGeluBackwardArgs, Tensor, Tensor, Tensor, S>);
-  m.impl("geglu.out", &out_variant<GegluArgs, Tensor, S>);
-  m.impl("geglu_backward.out", &out_variant<GegluBackwardArgs, Tensor, Tensor, S>);
+  m.impl("geglu.out", &out_variant<GegluArgs, Tensor, S, S>);
+  m.impl("geglu_backward.out", &out_variant<GegluBackwardArgs, Tensor, Tensor, S, S>);
 }

@@ -19,9 +19,11 @@ from ._version import __version__  # project(gelu_fusion VERSION ...)
 from .functional import add_gelu, bias_gelu, geglu, gelu
 from .modules import GELU, BiasGELU, LinearBiasGELU
 from .patch import PatchResult, patch
+from .fusion import fuse
+from .fusion_explain import explain
 
 __all__ = ["gelu", "bias_gelu", "add_gelu", "geglu", "GELU", "BiasGELU",
-           "LinearBiasGELU", "patch", "PatchResult", "simd_target"]
+           "LinearBiasGELU", "patch", "PatchResult", "fuse", "explain", "simd_target"]
 
 
 def simd_target() -> str:
