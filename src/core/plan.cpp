@@ -58,6 +58,8 @@ Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
   Plan p{};
   rows = std::max<int64_t>(rows, 0);
   cols = std::max<int64_t>(cols, 0);
+  p.rows = rows;
+  p.cols = cols;
 
   // A task's working set (all its streams) should sit in half of L2, so that
   // a task's tensors stay cached between its loads and stores.
@@ -87,6 +89,29 @@ Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
   p.threads = static_cast<int>(
       std::clamp<int64_t>(std::min({want, useful, p.tasks()}), 1, 1 << 16));
   return p;
+}
+
+Plan plan_op(OpId id, const std::vector<int64_t>& primary_shape, DType dtype,
+             const Options& options, const Machine& machine) {
+  const OpDecl& op = op_decl(id);
+  int64_t n = 1;
+  for (int64_t d : primary_shape) n *= std::max<int64_t>(d, 0);
+  const int64_t last = primary_shape.empty() ? 1 : primary_shape.back();
+  int64_t rows = 1, cols = n;
+  switch (op.kind) {
+    case OpKind::eltwise: break;
+    case OpKind::rows:
+    case OpKind::rows_reduce:
+      cols = last;
+      rows = cols > 0 ? n / cols : 0;
+      break;
+    case OpKind::gated:
+      cols = last / 2;
+      rows = last > 0 ? n / last : 0;
+      break;
+  }
+  return make_plan(rows, cols, dtype, op.streams(), machine, options.num_threads,
+                   op.kind == OpKind::rows_reduce ? kMaxDbiasRowTasks : kMaxRowTasks);
 }
 
 std::string describe_plan(const Plan& p) {
