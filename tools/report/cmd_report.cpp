@@ -84,7 +84,7 @@ std::vector<std::string> timing_rules(const Settings& s) {
       "count (ours: Options::num_threads; oneDNN: omp_set_num_threads; PyTorch: "
       "torch.set_num_threads; the copy: as many OpenMP threads). Threads are "
       "bound to cores only if OMP_PROC_BIND says so (see Machine).",
-      "PyTorch is measured by scripts/report_torch.py, run by the system python "
+      "PyTorch is measured by tools/report/report_torch.py, run by the system python "
       "after our sections: it interleaves its call, ours (the same op through "
       "the PyTorch adapter's out= overload, torch.ops.gelu_fusion.<op>.out, on "
       "the same inputs) and a copy of the same traffic (dst.copy_(src)), round "
@@ -196,8 +196,8 @@ int run_report(const std::vector<std::string>& args) {
   write(json_file, json(r));
   const fs::path png = out_dir / "report.png";
   fs::remove(png);
-  const std::string chart_cmd = "/usr/bin/python3 '" + std::string(GELU_SOURCE_DIR) +
-                                "/scripts/report_chart.py' '" + json_file.string() + "' '" +
+  const std::string chart_cmd = "/usr/bin/python3 '" + report_script("report_chart.py") +
+                                "' '" + json_file.string() + "' '" +
                                 png.string() + "'";
   std::fflush(stdout);
   if (std::system(chart_cmd.c_str()) == 0 && fs::exists(png)) {

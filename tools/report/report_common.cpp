@@ -44,6 +44,11 @@ int64_t traffic_bytes(Op op, DType t, Shape s) {
   return bytes;
 }
 
+std::string report_script(const std::string& name) {
+  const char* dir = std::getenv("GELU_REPORT_DIR");
+  return std::string(dir && *dir ? dir : GELU_REPORT_DIR) + "/" + name;
+}
+
 Buffer::Buffer(int64_t bytes) : bytes_(bytes) {
   const int64_t rounded = (std::max<int64_t>(bytes, 1) + 63) / 64 * 64;
   p_.reset(std::aligned_alloc(64, static_cast<size_t>(rounded)));

@@ -25,10 +25,7 @@ std::string package_dir() {
   return p && *p ? p : GELU_PYTHON_PACKAGE_DIR;
 }
 
-std::string script() {
-  const char* p = std::getenv("GELU_SOURCE_DIR");
-  return std::string(p && *p ? p : GELU_SOURCE_DIR) + "/scripts/report_torch.py";
-}
+std::string script() { return report_script("report_torch.py"); }
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
 

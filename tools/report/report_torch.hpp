@@ -1,4 +1,4 @@
-// PyTorch as a peer, measured by scripts/report_torch.py in a subprocess of
+// PyTorch as a peer, measured by report_torch.py (beside this file) in a subprocess of
 // the system python (/usr/bin/python3 with python3-torch; GELU_PYTHON
 // overrides). Jobs are queued, the script runs once after our own sections
 // (never at the same time), and results are read back: accuracy outputs as

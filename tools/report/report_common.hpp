@@ -1,4 +1,4 @@
-// Shared vocabulary of the report (tools/cmd_report.cpp and report_*.cpp):
+// Shared vocabulary of the report (cmd_report.cpp and report_*.cpp):
 // the ops it measures, their compulsory traffic, typed buffers, and the
 // result records that the tables, the JSON and the chart are written from.
 #pragma once
@@ -43,6 +43,11 @@ struct Shape {
 Shape shape_for(int64_t n);
 // Bytes the op must move at this shape (inputs once, outputs once).
 int64_t traffic_bytes(Op, DType, Shape);
+
+// The path of one of the report's python parts (report_chart.py,
+// report_torch.py): they sit beside its sources, in GELU_REPORT_DIR (set at
+// compile time; the environment variable of that name overrides it).
+std::string report_script(const std::string& name);
 
 // A 64-byte aligned, zero-initialised (first-touched) byte buffer.
 class Buffer {
