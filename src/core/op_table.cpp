@@ -16,19 +16,34 @@ constexpr AttrDecl kAttrs[] = {
     {"num_threads", "int", "0", "threads; 0 = library default, < 0 an error"},
 };
 
+// OpDecl::call for each op: its public function, tensors in table order.
+using Ts = std::span<const TensorRef>;
+void call_gelu(Ts t, const Options& o) { gelu::gelu(t[0], t[1], o); }
+void call_gelu_backward(Ts t, const Options& o) { gelu::gelu_backward(t[0], t[1], t[2], o); }
+void call_bias_gelu(Ts t, const Options& o) { gelu::bias_gelu(t[0], t[1], t[2], o); }
+void call_bias_gelu_backward(Ts t, const Options& o) {
+  gelu::bias_gelu_backward(t[0], t[1], t[2], t[3], t[4], o);
+}
+void call_add_gelu(Ts t, const Options& o) { gelu::add_gelu(t[0], t[1], t[2], o); }
+void call_add_gelu_backward(Ts t, const Options& o) {
+  gelu::add_gelu_backward(t[0], t[1], t[2], t[3], o);
+}
+void call_geglu(Ts t, const Options& o) { gelu::geglu(t[0], t[1], o); }
+void call_geglu_backward(Ts t, const Options& o) { gelu::geglu_backward(t[0], t[1], t[2], o); }
+
 constexpr OpDecl kOps[] = {
     {OpId::gelu, "gelu",
      {{"x", R::x, S::primary}, {"y", R::y, S::same}}, 2, PrimaryRule::any, K::eltwise,
-     "y = gelu(x)", "gelu_backward", nullptr, nullptr},
+     "y = gelu(x)", "gelu_backward", nullptr, nullptr, call_gelu},
     {OpId::gelu_backward, "gelu_backward",
      {{"dy", R::dy, S::same}, {"x", R::x, S::primary}, {"dx", R::dx, S::same}},
-     3, PrimaryRule::any, K::eltwise, "dx = dy * gelu'(x)", nullptr, "gelu", "x"},
+     3, PrimaryRule::any, K::eltwise, "dx = dy * gelu'(x)", nullptr, "gelu", "x", call_gelu_backward},
     {OpId::bias_gelu, "bias_gelu",
      {{"x", R::x, S::primary},
       {"bias", R::addend, S::last_dim},
       {"y", R::y, S::same}},
      3, PrimaryRule::rank_ge_1, K::rows, "y = gelu(x + bias)", "bias_gelu_backward",
-     nullptr, nullptr},
+     nullptr, nullptr, call_bias_gelu},
     {OpId::bias_gelu_backward, "bias_gelu_backward",
      {{"dy", R::dy, S::same},
       {"x", R::x, S::primary},
@@ -37,23 +52,23 @@ constexpr OpDecl kOps[] = {
       {"dbias", R::dbias, S::last_dim, T::same_or_f32}},
      5, PrimaryRule::rank_ge_1, K::rows_reduce,
      "dx = dy * gelu'(x + bias); dbias = sum of dx over leading dims", nullptr,
-     "bias_gelu", "x, bias"},
+     "bias_gelu", "x, bias", call_bias_gelu_backward},
     {OpId::add_gelu, "add_gelu",
      {{"a", R::x, S::primary}, {"b", R::addend, S::same}, {"y", R::y, S::same}},
      3, PrimaryRule::any, K::eltwise, "y = gelu(a + b)", "add_gelu_backward", nullptr,
-     nullptr},
+     nullptr, call_add_gelu},
     {OpId::add_gelu_backward, "add_gelu_backward",
      {{"dy", R::dy, S::same},
       {"a", R::x, S::primary},
       {"b", R::addend, S::same},
       {"dx", R::dx, S::same}},
      4, PrimaryRule::any, K::eltwise, "dx = dy * gelu'(a + b) (gradient of a and of b)",
-     nullptr, "add_gelu", "a, b"},
+     nullptr, "add_gelu", "a, b", call_add_gelu_backward},
     {OpId::geglu, "geglu",
      {{"x", R::x, S::primary}, {"y", R::y, S::half_last}}, 2,
      PrimaryRule::rank_ge_1_even_last, K::gated,
      "y[..., H] = gelu(x[..., :H]) * x[..., H:]", "geglu_backward", nullptr,
-     nullptr},
+     nullptr, call_geglu},
     {OpId::geglu_backward, "geglu_backward",
      {{"dy", R::dy, S::half_last},
       {"x", R::x, S::primary},
@@ -61,7 +76,7 @@ constexpr OpDecl kOps[] = {
      3, PrimaryRule::rank_ge_1_even_last, K::gated,
      "dx[..., :H] = dy * x[..., H:] * gelu'(x[..., :H]); "
      "dx[..., H:] = dy * gelu(x[..., :H])",
-     nullptr, "geglu", "x"},
+     nullptr, "geglu", "x", call_geglu_backward},
 };
 
 static_assert(std::size(kOps) == static_cast<size_t>(OpId::geglu_backward) + 1,

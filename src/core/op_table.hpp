@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gelu/gelu.hpp"
+
 namespace gelu::core {
 
 enum class OpId {
@@ -94,6 +96,9 @@ struct OpDecl {
   const char* backward;
   const char* forward;
   const char* saved;
+  // Calls the op's public function with `tensors` in the order above, for
+  // tools that run any op of the table (the report, the benchmarks).
+  void (*call)(std::span<const TensorRef> tensors, const Options& options);
 
   bool is_backward() const { return forward != nullptr; }
   // The forward op's name: the op family (the report's chart row).
@@ -103,6 +108,12 @@ struct OpDecl {
     int i = 0;
     while (tensors[i].shape != ShapeRule::primary) ++i;
     return i;
+  }
+  // Index of the tensor with role `r`, or -1 when the op has none.
+  constexpr int tensor_of(Role r) const {
+    for (int i = 0; i < num_tensors; ++i)
+      if (tensors[i].role == r) return i;
+    return -1;
   }
   // Elements of `tensor` per planned element: a planned element is one of
   // numel (eltwise), one of rows x cols (rows), one of rows x cols/2 (gated).

@@ -100,7 +100,7 @@ std::vector<std::string> timing_rules(const Settings& s) {
 
 int run_report(const std::vector<std::string>& args) {
   Settings s;
-  s.ops.assign(std::begin(kAllOps), std::end(kAllOps));
+  for (const core::OpDecl& op : core::all_ops()) s.ops.push_back(op.id);
   s.dtypes = {DType::f32, DType::bf16, DType::f16};
   s.accuracy_forms = {Approx::none, Approx::tanh, Approx::quick};
   s.throughput_forms = {Approx::none};
@@ -128,9 +128,9 @@ int run_report(const std::vector<std::string>& args) {
   if (!ops.empty()) {
     s.ops.clear();
     for (const auto& o : split(ops)) {
-      const auto op = parse_op(o);
+      const core::OpDecl* op = core::find_op(o);
       if (!op) throw Error("--ops: unknown op '" + o + "'");
-      s.ops.push_back(*op);
+      s.ops.push_back(op->id);
     }
   }
   if (!dtypes.empty()) {

@@ -1,47 +1,18 @@
-#include <cmath>
-// Op facts, buffers and element access for the report.
+// Shapes, buffers and element access for the report.
 #include "report_common.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/convert.hpp"
 
 namespace gelu::report {
 
-const OpInfo& op_info(Op op) {
-  // streams: elements read + written per GELU evaluation.
-  static const OpInfo kInfo[] = {
-      {"gelu", "gelu", false, 2},                 // x, y
-      {"gelu_backward", "gelu", true, 3},         // dy, x, dx
-      {"bias_gelu", "bias_gelu", false, 2},       // x, y (+ bias)
-      {"bias_gelu_backward", "bias_gelu", true, 3},  // dy, x, dx (+ bias, dbias)
-      {"add_gelu", "add_gelu", false, 3},         // a, b, y
-      {"add_gelu_backward", "add_gelu", true, 4},  // dy, a, b, dx
-      {"geglu", "geglu", false, 3},               // x (2 per y), y
-      {"geglu_backward", "geglu", true, 5},       // dy, x (2), dx (2)
-  };
-  return kInfo[static_cast<int>(op)];
-}
-
-std::optional<Op> parse_op(const std::string& s) {
-  for (Op op : kAllOps)
-    if (s == op_info(op).name) return op;
-  return std::nullopt;
-}
-
 Shape shape_for(int64_t n) {
   constexpr int64_t kCols = 4096;
   if (n >= kCols && n % kCols == 0) return {n / kCols, kCols};
   return {1, n};
-}
-
-int64_t traffic_bytes(Op op, DType t, Shape s) {
-  const int64_t e = static_cast<int64_t>(dtype_size(t));
-  int64_t bytes = op_info(op).streams * s.n() * e;
-  if (op == Op::bias_gelu) bytes += s.cols * e;                // bias
-  if (op == Op::bias_gelu_backward) bytes += s.cols * (e + 4);  // bias, dbias f32
-  return bytes;
 }
 
 std::string report_script(const std::string& name) {
