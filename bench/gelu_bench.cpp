@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "core/convert.hpp"
 #include "core/op_table.hpp"
 #include "cpu/kernels.hpp"
+#include "ref/elements.hpp"
 
 namespace {
 
@@ -42,10 +42,7 @@ void fill(DType t, void* p, int64_t n, float sigma = 1.0f) {
   std::mt19937 rng(12345);
   std::normal_distribution<float> normal(0.0f, sigma);
   for (int64_t i = 0; i < n; ++i) {
-    const float v = normal(rng);
-    if (t == DType::f32) static_cast<float*>(p)[i] = v;
-    else if (t == DType::bf16) static_cast<uint16_t*>(p)[i] = gelu::f32_to_bf16(v);
-    else static_cast<uint16_t*>(p)[i] = gelu::f32_to_f16(v);
+    gelu::ref::store(t, p, i, normal(rng));
   }
 }
 

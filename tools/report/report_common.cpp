@@ -5,8 +5,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/convert.hpp"
-
 namespace gelu::report {
 
 Shape shape_for(int64_t n) {
@@ -25,23 +23,6 @@ Buffer::Buffer(int64_t bytes) : bytes_(bytes) {
   p_.reset(std::aligned_alloc(64, static_cast<size_t>(rounded)));
   if (!p_) throw std::bad_alloc();
   std::memset(p_.get(), 0, static_cast<size_t>(rounded));  // first touch
-}
-
-float load(DType t, const void* p, int64_t i) {
-  switch (t) {
-    case DType::f32: return static_cast<const float*>(p)[i];
-    case DType::bf16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
-    case DType::f16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
-  }
-  return 0;
-}
-
-void store(DType t, void* p, int64_t i, float v) {
-  switch (t) {
-    case DType::f32: static_cast<float*>(p)[i] = v; return;
-    case DType::bf16: static_cast<uint16_t*>(p)[i] = f32_to_bf16(v); return;
-    case DType::f16: static_cast<uint16_t*>(p)[i] = f32_to_f16(v); return;
-  }
 }
 
 void fill_uniform(DType t, void* p, int64_t n, float lo, float hi,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/op_table.hpp"
+#include "ref/elements.hpp"
 #include "gelu/gelu.hpp"
 
 namespace gelu::report {
@@ -54,8 +55,8 @@ class Buffer {
 };
 
 // Element i of a dtype buffer as float, and back (round to nearest even).
-float load(DType, const void* p, int64_t i);
-void store(DType, void* p, int64_t i, float v);
+using ref::load;
+using ref::store;
 // Fills n elements with uniform values in [lo, hi), deterministically.
 void fill_uniform(DType, void* p, int64_t n, float lo, float hi,
                   uint64_t seed);
