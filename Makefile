@@ -25,7 +25,7 @@ test: test-unit test-asan test-tsan test-fuzz
 test-unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-# Reliability (issue 7), each in its own build directory (scripts/sanitize.sh):
+# Reliability, each in its own build directory (scripts/sanitize.sh):
 # unit tests under ASan+UBSan, threaded tests under TSan, and the API fuzzer
 # for a bounded minute in `make test` or FUZZ_SECONDS in `make fuzz`.
 .PHONY: test-asan test-tsan test-fuzz fuzz

@@ -1,4 +1,4 @@
-// Concurrent callers (issue 7): many std::threads call every op at once, on
+// Concurrent callers: many std::threads call every op at once, on
 // shared read-only inputs and their own outputs, with num_threads 0, 1, 2 and
 // 3 (so OpenMP teams start inside concurrent calls), in place too. Every
 // result must be bit-identical to a serial single-threaded run. Run under

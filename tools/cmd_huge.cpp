@@ -1,4 +1,4 @@
-// `gelu-fusion huge`: one real bf16 call on more than 2^31 elements (issue 7),
+// `gelu-fusion huge`: one real bf16 call on more than 2^31 elements,
 // checked against the double reference on samples. Not run in CI: it needs
 // 4 GiB per tensor (8 GiB out of place, 4 GiB with --in-place).
 //

@@ -11,8 +11,8 @@
 namespace gelu::report {
 namespace {
 
-constexpr double kStorageTarget = 1.6;  // issue 4: bf16/f16 vs f32 elements/s
-constexpr double kTailTarget = 0.5;     // issue 4: tail-only vs N(0, 1)
+constexpr double kStorageTarget = 1.6;  // target: bf16/f16 vs f32 elements/s
+constexpr double kTailTarget = 0.5;     // target: tail-only vs N(0, 1)
 
 // Refills x with tail-only inputs, U[-14, -4] (the deep negative tail).
 void fill_tail(Case& c) { fill_uniform(c.dtype, c.x.data(), c.x_elems, -14.f, -4.f, 7); }

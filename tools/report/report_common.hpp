@@ -108,7 +108,7 @@ struct CliffRow {
   int64_t n;
   int threads;
   Stat baseline, variant;
-  double target;  // the ratio issue 4 asks for
+  double target;  // the ratio the kernels aim for (report_cliffs.cpp)
   double ratio() const { return baseline.median / variant.median; }
 };
 
