@@ -32,7 +32,7 @@ test-unit: build
 test-packaging: build
 	BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/test-packaging.sh
 
-# Reliability (issue 7), each in its own build directory (scripts/sanitize.sh):
+# Reliability, each in its own build directory (scripts/sanitize.sh):
 # unit tests under ASan+UBSan, threaded tests under TSan, and the API fuzzer
 # for a bounded minute in `make test` or FUZZ_SECONDS in `make fuzz`.
 .PHONY: test-asan test-tsan test-fuzz fuzz

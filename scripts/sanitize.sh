@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sanitizer and fuzzer runs (issue 7). Each mode builds in its own directory
+# Sanitizer and fuzzer runs. Each mode builds in its own directory
 # so that it never disturbs the plain build.
 #
 #   scripts/sanitize.sh asan        unit tests under AddressSanitizer + UBSan

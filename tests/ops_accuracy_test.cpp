@@ -20,7 +20,7 @@ const Shape kShapes[] = {{},     {0},       {1},      {7},     {3, 0},
 
 // The one extra f32 rounding a fused product adds (geglu's gelu(a) * b and
 // dy * b * gelu'(a)) on top of the plain op's bound.
-constexpr double kProductRoundingUlp = 0.5;
+constexpr double kProductRoundingUlp = ref::kProductRoundingUlps;
 
 class OpsAccuracy
     : public ::testing::TestWithParam<std::tuple<Approx, DType, Shape>> {

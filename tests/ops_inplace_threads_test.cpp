@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
+
+#include "core/op_table.hpp"
+#include "core/plan.hpp"
 
 #include "test_support.hpp"
 
@@ -84,31 +88,61 @@ TEST_P(InPlaceAndThreads, InPlaceMatchesOutOfPlace) {
   }
 }
 
-// Runs every op with `threads` and returns all output bytes, concatenated.
-std::vector<unsigned char> all_outputs(DType t, int threads, const Inputs& in) {
+// Runs every op with `threads` and returns all output bytes, concatenated;
+// `team[op]` gets the number of threads each op's call ran on.
+std::vector<unsigned char> all_outputs(DType t, int threads, const Inputs& in,
+                                       std::map<core::OpId, int>& team) {
+  using core::OpId;
   const Options o{Approx::tanh, threads};
   Buffer y(t, kShape), dx(t, kShape), yb(t, kShape), dxb(t, kShape),
       db(DType::f32, {kShape[1]}), ya(t, kShape), dxa(t, kShape), yg(t, in.half.shape()),
       dxg(t, kShape);
+  auto ran = [&](OpId id) { team[id] = core::last_run_threads(); };
   gelu::gelu(in.a.cref(), y.ref(), o);
+  ran(OpId::gelu);
   gelu::gelu_backward(in.dy.cref(), in.a.cref(), dx.ref(), o);
+  ran(OpId::gelu_backward);
   gelu::bias_gelu(in.a.cref(), in.bias.cref(), yb.ref(), o);
+  ran(OpId::bias_gelu);
   gelu::bias_gelu_backward(in.dy.cref(), in.a.cref(), in.bias.cref(), dxb.ref(), db.ref(), o);
+  ran(OpId::bias_gelu_backward);
   gelu::add_gelu(in.a.cref(), in.b.cref(), ya.ref(), o);
+  ran(OpId::add_gelu);
   gelu::add_gelu_backward(in.dy.cref(), in.a.cref(), in.b.cref(), dxa.ref(), o);
+  ran(OpId::add_gelu_backward);
   gelu::geglu(in.a.cref(), yg.ref(), o);
+  ran(OpId::geglu);
   gelu::geglu_backward(in.half.cref(), in.a.cref(), dxg.ref(), o);
+  ran(OpId::geglu_backward);
   std::vector<unsigned char> all;
   for (const Buffer* b : {&y, &dx, &yb, &dxb, &db, &ya, &dxa, &yg, &dxg})
     all.insert(all.end(), b->raw().begin(), b->raw().end());
   return all;
 }
 
+// Compares one thread with several. That the comparison is not one thread
+// against one thread is checked twice: the plan of every op at kShape asks
+// for several threads when they are requested (else kShape is too small
+// for the threading threshold), and every call then ran on several.
 TEST_P(InPlaceAndThreads, BitIdenticalForAnyThreadCount) {
   const DType t = GetParam();
   Inputs in(t);
-  const auto one = all_outputs(t, 1, in);
-  for (int threads : {2, 3, 0}) EXPECT_EQ(all_outputs(t, threads, in), one) << threads;
+  std::map<core::OpId, int> team;
+  const auto one = all_outputs(t, 1, in, team);
+  for (const auto& [id, n] : team) EXPECT_EQ(n, 1) << core::op_decl(id).name;
+  ASSERT_EQ(team.size(), core::all_ops().size()) << "every op of the table runs";
+  for (int threads : {2, 3, 0}) {
+    team.clear();
+    EXPECT_EQ(all_outputs(t, threads, in, team), one) << threads;
+    if (threads == 0) continue;  // every core: one on a one-core machine
+    for (const auto& [id, n] : team) {
+      const core::OpDecl& op = core::op_decl(id);
+      // Every op's primary tensor (x or a) has kShape here.
+      const core::Plan p = core::plan_op(id, kShape, t, {Approx::tanh, threads});
+      EXPECT_GT(p.threads, 1) << op.name << ": plan at " << threads << " threads";
+      EXPECT_GT(n, 1) << op.name << ": ran on one thread with " << threads << " requested";
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, InPlaceAndThreads, ::testing::ValuesIn(kDTypes),

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch peer of `gelu-fusion report` (run by tools/report_torch.cpp).
+"""PyTorch peer of `gelu-fusion report` (run by tools/report/report_torch.cpp).
 
 Usage: report_torch.py REQUEST RESULT [PACKAGE_DIR]
 
@@ -34,7 +34,7 @@ import sys
 import time
 
 MIN_SAMPLE_NS = 100e3
-SLOW_CALL_NS = 0.5e9  # as tools/report_timing.hpp
+SLOW_CALL_NS = 0.5e9  # as report_timing.hpp
 
 
 def log(msg):
@@ -71,7 +71,7 @@ def main():
     gelu_bwd_out = torch.ops.aten.gelu_backward.grad_input
 
     def tensors(op, dt, rows, cols, load=None):
-        """The case's tensors, as tools/report_case.hpp lays them out."""
+        """The case's tensors, as report_case.hpp lays them out."""
         geglu = op.startswith("geglu")
         shapes = {"x": (rows, 2 * cols) if geglu else (rows, cols),
                   "out": (rows, 2 * cols) if op == "geglu_backward" else (rows, cols)}

@@ -84,7 +84,7 @@ std::vector<std::string> timing_rules(const Settings& s) {
       "count (ours: Options::num_threads; oneDNN: omp_set_num_threads; PyTorch: "
       "torch.set_num_threads; the copy: as many OpenMP threads). Threads are "
       "bound to cores only if OMP_PROC_BIND says so (see Machine).",
-      "PyTorch is measured by scripts/report_torch.py, run by the system python "
+      "PyTorch is measured by tools/report/report_torch.py, run by the system python "
       "after our sections: it interleaves its call, ours (the same op through "
       "the PyTorch adapter's out= overload, torch.ops.gelu_fusion.<op>.out, on "
       "the same inputs) and a copy of the same traffic (dst.copy_(src)), round "
@@ -100,7 +100,7 @@ std::vector<std::string> timing_rules(const Settings& s) {
 
 int run_report(const std::vector<std::string>& args) {
   Settings s;
-  s.ops.assign(std::begin(kAllOps), std::end(kAllOps));
+  for (const core::OpDecl& op : core::all_ops()) s.ops.push_back(op.id);
   s.dtypes = {DType::f32, DType::bf16, DType::f16};
   s.accuracy_forms = {Approx::none, Approx::tanh, Approx::quick};
   s.throughput_forms = {Approx::none};
@@ -128,9 +128,9 @@ int run_report(const std::vector<std::string>& args) {
   if (!ops.empty()) {
     s.ops.clear();
     for (const auto& o : split(ops)) {
-      const auto op = parse_op(o);
+      const core::OpDecl* op = core::find_op(o);
       if (!op) throw Error("--ops: unknown op '" + o + "'");
-      s.ops.push_back(*op);
+      s.ops.push_back(op->id);
     }
   }
   if (!dtypes.empty()) {
@@ -196,8 +196,8 @@ int run_report(const std::vector<std::string>& args) {
   write(json_file, json(r));
   const fs::path png = out_dir / "report.png";
   fs::remove(png);
-  const std::string chart_cmd = "/usr/bin/python3 '" + std::string(GELU_SOURCE_DIR) +
-                                "/scripts/report_chart.py' '" + json_file.string() + "' '" +
+  const std::string chart_cmd = "/usr/bin/python3 '" + report_script("report_chart.py") +
+                                "' '" + json_file.string() + "' '" +
                                 png.string() + "'";
   std::fflush(stdout);
   if (std::system(chart_cmd.c_str()) == 0 && fs::exists(png)) {

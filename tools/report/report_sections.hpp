@@ -13,7 +13,7 @@
 namespace gelu::report {
 
 struct Settings {
-  std::vector<Op> ops;
+  std::vector<OpId> ops;
   std::vector<DType> dtypes;
   std::vector<Approx> accuracy_forms;    // all three by default
   std::vector<Approx> throughput_forms;  // none (erf) by default

@@ -17,8 +17,8 @@ namespace {
 // ("AMD EPYC") hides what matters here: Zen 4 runs a 512-bit op as two
 // 256-bit halves, Zen 5 in one, and this library's in-cache ns/element
 // differ by about 1.8x between the two (gelu f32 256K, 1 thread: 0.15 on
-// Zen 5, 0.26 on Zen 4, reports of 2026-12-02 and 12-03), so only ratios
-// compare across. One pass over the first processor's lines.
+// Zen 5, 0.26 on Zen 4, `gelu-fusion report --ops gelu --sizes 256K`), so
+// only ratios compare across. One pass over the first processor's lines.
 std::string cpu_description() {
   std::ifstream f("/proc/cpuinfo");
   std::string line, name, vendor;

@@ -1,5 +1,5 @@
-// Shared vocabulary of the report (tools/cmd_report.cpp and report_*.cpp):
-// the ops it measures, their compulsory traffic, typed buffers, and the
+// Shared vocabulary of the report (cmd_report.cpp and report_*.cpp):
+// the op list it measures (the op table), the shapes, typed buffers, and the
 // result records that the tables, the JSON and the chart are written from.
 #pragma once
 
@@ -10,29 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "core/op_table.hpp"
+#include "ref/elements.hpp"
 #include "gelu/gelu.hpp"
 
 namespace gelu::report {
 
-enum class Op {
-  gelu, gelu_backward, bias_gelu, bias_gelu_backward,
-  add_gelu, add_gelu_backward, geglu, geglu_backward
-};
-inline constexpr Op kAllOps[] = {
-    Op::gelu,     Op::gelu_backward,     Op::bias_gelu, Op::bias_gelu_backward,
-    Op::add_gelu, Op::add_gelu_backward, Op::geglu,     Op::geglu_backward};
-
-struct OpInfo {
-  const char* name;
-  const char* family;  // chart panel row: gelu, bias_gelu, add_gelu, geglu
-  bool backward;
-  // Compulsory traffic per GELU evaluation, in elements of the dtype: every
-  // input read once, every output written once (per-column tensors, bias and
-  // dbias, are added separately by traffic_bytes).
-  int streams;
-};
-const OpInfo& op_info(Op);
-std::optional<Op> parse_op(const std::string&);
+// The ops the report measures: every op of the table (core::all_ops), with
+// their names, families and tensors from there.
+using core::OpId;
+using core::op_decl;
 
 // The shape a size is run at: n GELU evaluations as rows x cols (cols =
 // 4096, a transformer hidden size, when it divides n; else one row).
@@ -41,8 +28,14 @@ struct Shape {
   int64_t n() const { return rows * cols; }
 };
 Shape shape_for(int64_t n);
-// Bytes the op must move at this shape (inputs once, outputs once).
-int64_t traffic_bytes(Op, DType, Shape);
+// Bytes the op must move at this shape (inputs once, outputs once; dbias
+// in f32): the sum of its tensors' sizes (report_case.hpp).
+int64_t traffic_bytes(OpId, DType, Shape);
+
+// The path of one of the report's python parts (report_chart.py,
+// report_torch.py): they sit beside its sources, in GELU_REPORT_DIR (set at
+// compile time; the environment variable of that name overrides it).
+std::string report_script(const std::string& name);
 
 // A 64-byte aligned, zero-initialised (first-touched) byte buffer.
 class Buffer {
@@ -62,8 +55,8 @@ class Buffer {
 };
 
 // Element i of a dtype buffer as float, and back (round to nearest even).
-float load(DType, const void* p, int64_t i);
-void store(DType, void* p, int64_t i, float v);
+using ref::load;
+using ref::store;
 // Fills n elements with uniform values in [lo, hi), deterministically.
 void fill_uniform(DType, void* p, int64_t n, float lo, float hi,
                   uint64_t seed);
@@ -77,7 +70,7 @@ struct RegionError {
   int64_t points = 0;
 };
 struct AccuracyRow {
-  Op op;
+  OpId op;
   Approx form;
   DType dtype;
   std::string impl;  // "ours", "oneDNN", "PyTorch"
@@ -98,7 +91,7 @@ struct PeerTime {
   std::string note;
 };
 struct ThroughputRow {
-  Op op;
+  OpId op;
   Approx form;
   DType dtype;
   int64_t n;
@@ -110,12 +103,12 @@ struct ThroughputRow {
 // A ratio of elements/s, variant over baseline, timed in the same rounds.
 struct CliffRow {
   std::string what;  // "bf16 vs f32 elements/s", ...
-  Op op;
+  OpId op;
   Approx form;
   int64_t n;
   int threads;
   Stat baseline, variant;
-  double target;  // the ratio issue 4 asks for
+  double target;  // the ratio the kernels aim for (report_cliffs.cpp)
   double ratio() const { return baseline.median / variant.median; }
 };
 

@@ -1,4 +1,4 @@
-// PyTorch as a peer, measured by scripts/report_torch.py in a subprocess of
+// PyTorch as a peer, measured by report_torch.py (beside this file) in a subprocess of
 // the system python (/usr/bin/python3 with python3-torch; GELU_PYTHON
 // overrides). Jobs are queued, the script runs once after our own sections
 // (never at the same time), and results are read back: accuracy outputs as
@@ -23,7 +23,7 @@ class TorchPeer {
 
   // Writes the case's inputs for the script; returns the job id.
   int add_accuracy(const Case& c, Approx form);
-  void add_throughput(Op, Approx, DType, Shape, int threads,
+  void add_throughput(OpId, Approx, DType, Shape, int threads,
                       int64_t copy_bytes, const TimingPolicy&);
   void add_overhead();
   int throughput_jobs() const { return tp_jobs_; }
@@ -37,7 +37,7 @@ class TorchPeer {
   // Reads job `id`'s output into c.out; false with *why when PyTorch has no
   // figure for it.
   bool accuracy_output(int id, Case& c, std::string* why) const;
-  PeerTime throughput(Op, Approx, DType, int64_t n, int threads) const;
+  PeerTime throughput(OpId, Approx, DType, int64_t n, int threads) const;
   std::optional<double> overhead_ns() const { return overhead_; }
 
  private:

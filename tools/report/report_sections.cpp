@@ -8,9 +8,9 @@
 namespace gelu::report {
 namespace {
 
-bool onednn_offers(Op op) {
-  return op == Op::gelu || op == Op::gelu_backward || op == Op::bias_gelu ||
-         op == Op::add_gelu;
+bool onednn_offers(OpId op) {
+  return op == OpId::gelu || op == OpId::gelu_backward || op == OpId::bias_gelu ||
+         op == OpId::add_gelu;
 }
 
 int64_t elements(const std::vector<int64_t>& v) {
@@ -46,7 +46,7 @@ std::vector<PendingTorchAccuracy> run_accuracy(const Settings& s, TorchPeer* tor
                cases * (4e-7 * 4 * s.f32_points + 0.02));
   std::vector<PendingTorchAccuracy> pending;
   onednn::set_threads(default_num_threads());
-  for (Op op : s.ops)
+  for (OpId op : s.ops)
     for (Approx form : s.accuracy_forms)
       for (DType t : s.dtypes) {
         Case c = accuracy_case(op, t, s.f32_points);
@@ -89,7 +89,7 @@ void run_throughput(const Settings& s, TorchPeer* torch, Report& r) {
   for (int64_t n : s.sizes) work_total += (n + 1e6) * s.ops.size() * s.dtypes.size();
   const double start = now_ns();
   for (int64_t n : s.sizes)
-    for (Op op : s.ops)
+    for (OpId op : s.ops)
       for (DType t : s.dtypes) {
         const Shape shape = shape_for(n);
         Case c = make_case(op, t, shape);
@@ -128,10 +128,10 @@ void run_throughput(const Settings& s, TorchPeer* torch, Report& r) {
 
 void run_overhead(const Settings& s, TorchPeer* torch, Report& r) {
   std::fprintf(stderr, "report: [3/4] per-call overhead (estimate 1 s)\n");
-  Case c = make_case(Op::gelu, DType::f32, {1, 1});
+  Case c = make_case(OpId::gelu, DType::f32, {1, 1});
   const Stat ours = time_alone([&] { run_ours(c, Approx::none, 1); }, 1000, 21);
   r.overhead.push_back({"ours", "gelu::gelu, 1 f32 element, 1 thread", ours.median, ""});
-  Case big = make_case(Op::gelu, DType::f32, shape_for(4096));
+  Case big = make_case(OpId::gelu, DType::f32, shape_for(4096));
   const Stat ours4k = time_alone([&] { run_ours(big, Approx::none, 1); }, 100, 21);
   r.overhead.push_back({"ours", "gelu::gelu, 4K f32 elements, 1 thread (for scale)",
                         ours4k.median, ""});

@@ -94,7 +94,7 @@ std::string accuracy_section(const Report& r) {
   for (const Region& g : kRegions) head.push_back(g.name);
   std::vector<Row> rows;
   for (const AccuracyRow& a : r.accuracy) {
-    Row row{op_info(a.op).name, approx_name(a.form), dtype_name(a.dtype), a.impl};
+    Row row{op_decl(a.op).name, approx_name(a.form), dtype_name(a.dtype), a.impl};
     for (int g = 0; g < kNumRegions; ++g)
       row.push_back(a.note.empty() ? ulp_cell(a.regions[g]) : (g ? "" : a.note));
     rows.push_back(row);
@@ -119,7 +119,7 @@ std::string throughput_section(const Report& r) {
   std::vector<Row> rows;
   for (const ThroughputRow& t : r.throughput) {
     const double n = static_cast<double>(t.n);
-    rows.push_back({op_info(t.op).name, approx_name(t.form), dtype_name(t.dtype),
+    rows.push_back({op_decl(t.op).name, approx_name(t.form), dtype_name(t.dtype),
                     size_name(t.n), std::to_string(t.threads),
                     fmt("%.3f", t.ours.median / n) + " [" + fmt("%.3f", t.ours.min / n) +
                         "-" + fmt("%.3f", t.ours.max / n) + "]",
@@ -141,7 +141,7 @@ std::string throughput_section(const Report& r) {
 std::string cliffs_section(const Report& r) {
   std::vector<Row> rows;
   for (const CliffRow& c : r.cliffs)
-    rows.push_back({c.what, op_info(c.op).name, approx_name(c.form), size_name(c.n),
+    rows.push_back({c.what, op_decl(c.op).name, approx_name(c.form), size_name(c.n),
                     std::to_string(c.threads), fmt("%.3f", c.baseline.median / c.n),
                     fmt("%.3f", c.variant.median / c.n), fmt("x%.2f", c.ratio()),
                     fmt(">= %.1f", c.target) + (c.ratio() >= c.target ? " met" : " MISSED")});
@@ -191,7 +191,7 @@ std::string json(const Report& r) {
   o << "],\n\"accuracy\": [";
   for (size_t i = 0; i < r.accuracy.size(); ++i) {
     const AccuracyRow& a = r.accuracy[i];
-    o << (i ? ",\n" : "\n") << "{\"op\": " << jstr(op_info(a.op).name) << ", \"form\": "
+    o << (i ? ",\n" : "\n") << "{\"op\": " << jstr(op_decl(a.op).name) << ", \"form\": "
       << jstr(approx_name(a.form)) << ", \"dtype\": " << jstr(dtype_name(a.dtype))
       << ", \"impl\": " << jstr(a.impl) << ", \"note\": " << jstr(a.note) << ", \"regions\": [";
     for (size_t g = 0; g < a.regions.size(); ++g)
@@ -203,8 +203,8 @@ std::string json(const Report& r) {
   o << "],\n\"throughput\": [";
   for (size_t i = 0; i < r.throughput.size(); ++i) {
     const ThroughputRow& t = r.throughput[i];
-    o << (i ? ",\n" : "\n") << "{\"op\": " << jstr(op_info(t.op).name) << ", \"family\": "
-      << jstr(op_info(t.op).family) << ", \"backward\": " << (op_info(t.op).backward ? "true" : "false")
+    o << (i ? ",\n" : "\n") << "{\"op\": " << jstr(op_decl(t.op).name) << ", \"family\": "
+      << jstr(op_decl(t.op).family()) << ", \"backward\": " << (op_decl(t.op).is_backward() ? "true" : "false")
       << ", \"form\": " << jstr(approx_name(t.form)) << ", \"dtype\": " << jstr(dtype_name(t.dtype))
       << ", \"n\": " << t.n << ", \"threads\": " << t.threads << ", \"bytes\": " << t.bytes
       << ", \"ours\": " << jstat(t.ours) << ", \"copy\": " << jstat(t.copy)
@@ -214,7 +214,7 @@ std::string json(const Report& r) {
   for (size_t i = 0; i < r.cliffs.size(); ++i) {
     const CliffRow& c = r.cliffs[i];
     o << (i ? ", " : "") << "{\"ratio\": " << jstr(c.what) << ", \"op\": "
-      << jstr(op_info(c.op).name) << ", \"form\": " << jstr(approx_name(c.form))
+      << jstr(op_decl(c.op).name) << ", \"form\": " << jstr(approx_name(c.form))
       << ", \"n\": " << c.n << ", \"threads\": " << c.threads
       << ", \"baseline_ns\": " << jnum(c.baseline.median)
       << ", \"variant_ns\": " << jnum(c.variant.median) << ", \"value\": " << jnum(c.ratio())

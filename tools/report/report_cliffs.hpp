@@ -1,4 +1,4 @@
-// The report's kernel-cliff section (issue 4's ratio targets), each ratio
+// The report's kernel-cliff section (ratio targets), each ratio
 // from contenders timed side by side in interleaved rounds:
 //  - storage: elements/s of bf16 and f16 over f32 (gelu, gelu_backward; the
 //    largest size, 1 thread and all threads; target >= 1.6),

@@ -25,10 +25,7 @@ std::string package_dir() {
   return p && *p ? p : GELU_PYTHON_PACKAGE_DIR;
 }
 
-std::string script() {
-  const char* p = std::getenv("GELU_SOURCE_DIR");
-  return std::string(p && *p ? p : GELU_SOURCE_DIR) + "/scripts/report_torch.py";
-}
+std::string script() { return report_script("report_torch.py"); }
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }
 
@@ -59,18 +56,18 @@ int TorchPeer::add_accuracy(const Case& c, Approx form) {
   if (c.b_elems) write_raw(base + "b.bin", c.b);
   if (c.dy_elems) write_raw(base + "dy.bin", c.dy);
   std::ostringstream l;
-  l << "acc " << id << ' ' << op_info(c.op).name << ' ' << approx_name(form)
+  l << "acc " << id << ' ' << op_decl(c.op).name << ' ' << approx_name(form)
     << ' ' << dtype_name(c.dtype) << ' ' << c.shape.rows << ' '
     << c.shape.cols << ' ' << dir_;
   request_.push_back(l.str());
   return id;
 }
 
-void TorchPeer::add_throughput(Op op, Approx form, DType t, Shape s,
+void TorchPeer::add_throughput(OpId op, Approx form, DType t, Shape s,
                                int threads, int64_t copy_bytes,
                                const TimingPolicy& p) {
   std::ostringstream l;
-  l << "tp " << op_info(op).name << ' ' << approx_name(form) << ' '
+  l << "tp " << op_decl(op).name << ' ' << approx_name(form) << ' '
     << dtype_name(t) << ' ' << s.rows << ' ' << s.cols << ' ' << threads
     << ' ' << copy_bytes << ' ' << p.min_rounds << ' ' << p.max_rounds << ' '
     << p.budget_ns / 1e6;
@@ -164,9 +161,9 @@ bool TorchPeer::accuracy_output(int id, Case& c, std::string* why) const {
   return true;
 }
 
-PeerTime TorchPeer::throughput(Op op, Approx form, DType t, int64_t n,
+PeerTime TorchPeer::throughput(OpId op, Approx form, DType t, int64_t n,
                                int threads) const {
-  auto it = tp_.find({op_info(op).name, approx_name(form), dtype_name(t), n, threads});
+  auto it = tp_.find({op_decl(op).name, approx_name(form), dtype_name(t), n, threads});
   if (it != tp_.end()) return it->second;
   PeerTime pt;
   pt.note = note_.empty() ? "no result" : note_;

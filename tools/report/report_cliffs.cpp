@@ -11,8 +11,8 @@
 namespace gelu::report {
 namespace {
 
-constexpr double kStorageTarget = 1.6;  // issue 4: bf16/f16 vs f32 elements/s
-constexpr double kTailTarget = 0.5;     // issue 4: tail-only vs N(0, 1)
+constexpr double kStorageTarget = 1.6;  // target: bf16/f16 vs f32 elements/s
+constexpr double kTailTarget = 0.5;     // target: tail-only vs N(0, 1)
 
 // Refills x with tail-only inputs, U[-14, -4] (the deep negative tail).
 void fill_tail(Case& c) { fill_uniform(c.dtype, c.x.data(), c.x_elems, -14.f, -4.f, 7); }
@@ -20,16 +20,16 @@ void fill_tail(Case& c) { fill_uniform(c.dtype, c.x.data(), c.x_elems, -14.f, -4
 }  // namespace
 
 void run_cliffs(const Settings& s, Report& r) {
-  std::vector<Op> ops;
-  for (Op op : s.ops)
-    if (op == Op::gelu || op == Op::gelu_backward) ops.push_back(op);
+  std::vector<OpId> ops;
+  for (OpId op : s.ops)
+    if (op == OpId::gelu || op == OpId::gelu_backward) ops.push_back(op);
   if (ops.empty()) return;
   const int64_t big = *std::max_element(s.sizes.begin(), s.sizes.end());
   const int64_t cached = std::min<int64_t>(big, 1 << 18);
   std::fprintf(stderr, "report: kernel cliffs: storage dtypes at %lld elements, "
                "tail-only inputs (estimate %.0f s)\n",
                static_cast<long long>(big), 4 + 2e-7 * big);
-  for (Op op : ops) {
+  for (OpId op : ops) {
     // Storage: f32, bf16, f16 in the same rounds.
     const Shape shape = shape_for(big);
     Case f32 = make_case(op, DType::f32, shape), bf16 = make_case(op, DType::bf16, shape),

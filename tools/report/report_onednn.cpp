@@ -76,7 +76,7 @@ std::unique_ptr<Peer> build(Case& c, Approx f) {
   const memory::desc md(d, dt(c.dtype), tag::ab);
   auto mem = [&](void* p) { return memory(md, e.eng, p); };
   switch (c.op) {
-    case Op::gelu: {
+    case OpId::gelu: {
       dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, alg(f),
                                      md, alpha(f), 0.f);
       dnnl::eltwise_forward::primitive_desc pd(fd, e.eng);
@@ -85,7 +85,7 @@ std::unique_ptr<Peer> build(Case& c, Approx f) {
           std::unordered_map<int, memory>{{DNNL_ARG_SRC, mem(c.x.data())},
                                           {DNNL_ARG_DST, mem(c.out.data())}});
     }
-    case Op::gelu_backward: {
+    case OpId::gelu_backward: {
       dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, alg(f),
                                      md, alpha(f), 0.f);
       dnnl::eltwise_forward::primitive_desc fpd(fd, e.eng);
@@ -98,10 +98,10 @@ std::unique_ptr<Peer> build(Case& c, Approx f) {
               {DNNL_ARG_DIFF_DST, mem(c.dy.data())},
               {DNNL_ARG_DIFF_SRC, mem(c.out.data())}});
     }
-    case Op::bias_gelu:
-    case Op::add_gelu: {
+    case OpId::bias_gelu:
+    case OpId::add_gelu: {
       const memory::desc bmd(
-          c.op == Op::bias_gelu ? memory::dims{1, c.shape.cols} : d,
+          c.op == OpId::bias_gelu ? memory::dims{1, c.shape.cols} : d,
           dt(c.dtype), tag::ab);
       dnnl::post_ops po;
       po.append_eltwise(1.f, alg(f), alpha(f), 0.f);

@@ -27,7 +27,7 @@ inline constexpr int kNumRegions = 4;
 // The deterministic inputs of one accuracy case: pre-activations on the
 // sweep (f32: `f32_points` evenly spaced bit patterns per region; bf16 and
 // f16: every value in the regions), bias/addend, gate and dy random.
-Case accuracy_case(Op, DType, int64_t f32_points);
+Case accuracy_case(OpId, DType, int64_t f32_points);
 
 // Measures c.out (computed by any implementation) against the reference.
 std::vector<RegionError> measure(const Case& c, Approx form);

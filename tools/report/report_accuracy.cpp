@@ -25,6 +25,19 @@ float from_key(int64_t k) {
                : f32_from_bits(static_cast<uint32_t>(k));
 }
 
+// Where the op's pre-activation comes from (op table): x alone, x plus an
+// addend (per column: bias; per element: add's b), or a gated op's value
+// half with its gate.
+struct Layout {
+  bool addend, per_column, gated;
+};
+Layout layout(OpId id) {
+  const core::OpDecl& op = op_decl(id);
+  const int a = op.tensor_of(core::Role::addend);
+  return {a >= 0, a >= 0 && op.tensors[a].shape == core::ShapeRule::last_dim,
+          op.kind == core::OpKind::gated};
+}
+
 bool in_region(const Region& r, double v, bool last) {
   return v >= r.lo && (v < r.hi || (last && v == r.hi));
 }
@@ -51,7 +64,7 @@ std::vector<float> sweep(DType t, int64_t f32_points) {
 
 }  // namespace
 
-Case accuracy_case(Op op, DType t, int64_t f32_points) {
+Case accuracy_case(OpId op, DType t, int64_t f32_points) {
   std::vector<float> p = sweep(t, f32_points);
   const int64_t rows = (static_cast<int64_t>(p.size()) + kCols - 1) / kCols;
   p.resize(rows * kCols, p.back());
@@ -59,27 +72,18 @@ Case accuracy_case(Op op, DType t, int64_t f32_points) {
   const int64_t n = c.shape.n();
   if (c.dy_elems) fill_uniform(t, c.dy.data(), n, 0.5f, 2.f, 11);
   if (c.b_elems) fill_uniform(t, c.b.data(), c.b_elems, -1.f, 1.f, 12);
+  const Layout l = layout(op);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t r = i / kCols, j = i % kCols;
-    switch (op) {
-      case Op::bias_gelu:
-      case Op::bias_gelu_backward:
-        store(t, c.x.data(), i, p[i] - load(t, c.b.data(), j));
-        break;
-      case Op::add_gelu:
-      case Op::add_gelu_backward:
-        store(t, c.x.data(), i, p[i] - load(t, c.b.data(), i));
-        break;
-      case Op::geglu:
-      case Op::geglu_backward: {
-        store(t, c.x.data(), r * 2 * kCols + j, p[i]);
-        // The gate: 0.5 .. 2, from a hash of i.
-        const float g = 0.5f + 1.5f * static_cast<float>((i * 2654435761u) % 1024) / 1024;
-        store(t, c.x.data(), r * 2 * kCols + kCols + j, g);
-        break;
-      }
-      default:
-        store(t, c.x.data(), i, p[i]);
+    if (l.gated) {
+      store(t, c.x.data(), r * 2 * kCols + j, p[i]);
+      // The gate: 0.5 .. 2, from a hash of i.
+      const float g = 0.5f + 1.5f * static_cast<float>((i * 2654435761u) % 1024) / 1024;
+      store(t, c.x.data(), r * 2 * kCols + kCols + j, g);
+    } else if (l.addend) {  // x = p - addend, so that x + addend is on the sweep
+      store(t, c.x.data(), i, p[i] - load(t, c.b.data(), l.per_column ? j : i));
+    } else {
+      store(t, c.x.data(), i, p[i]);
     }
   }
   poison(c);
@@ -95,7 +99,8 @@ std::vector<RegionError> measure(const Case& c, Approx form) {
   std::vector<RegionError> out(kNumRegions);
   const DType t = c.dtype;
   const int64_t k = c.shape.cols, n = c.shape.n();
-  const bool bwd = op_info(c.op).backward;
+  const bool bwd = op_decl(c.op).is_backward();
+  const Layout l = layout(c.op);
   auto record = [&](double s, double got, double exact, double ulp) {
     // Relative error only where the exact value is a normal number of the
     // format: below, ULP (absolute spacing) is the meaningful measure.
@@ -112,13 +117,11 @@ std::vector<RegionError> measure(const Case& c, Approx form) {
   };
   for (int64_t i = 0; i < n; ++i) {
     const int64_t r = i / k, j = i % k;
-    const bool geglu = c.op == Op::geglu || c.op == Op::geglu_backward;
+    const bool geglu = l.gated;
     const int64_t xi = geglu ? r * 2 * k + j : i;
     float sf = load(t, c.x.data(), xi);
-    if (c.op == Op::bias_gelu || c.op == Op::bias_gelu_backward)
-      sf += load(t, c.b.data(), j);  // the f32 sum every kernel evaluates at
-    if (c.op == Op::add_gelu || c.op == Op::add_gelu_backward)
-      sf += load(t, c.b.data(), i);
+    if (l.addend)  // the f32 sum every kernel evaluates at
+      sf += load(t, c.b.data(), l.per_column ? j : i);
     const double s = sf;
     const double gate = geglu ? load(t, c.x.data(), xi + k) : 1.0;
     const double dy = bwd ? load(t, c.dy.data(), i) : 1.0;
@@ -133,7 +136,7 @@ std::vector<RegionError> measure(const Case& c, Approx form) {
     const double scale = std::fabs(dy * gate) * (std::fabs(g.t1) + std::fabs(g.t2));
     const double got = load(t, c.out.data(), xi);
     record(s, got, exact, ref::contract_ulp_error(t, got, exact, scale, dy * gate));
-    if (c.op == Op::geglu_backward) {  // the gate half: dy * gelu(x)
+    if (geglu) {  // backward: the gate half, dy * gelu(x)
       const double ex2 = dy * ref::gelu_fwd(form, s);
       const double got2 = load(t, c.out.data(), xi + k);
       record(s, got2, ex2, ref::contract_ulp_error(t, got2, ex2, 0.0, dy));
