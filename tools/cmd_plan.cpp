@@ -87,8 +87,9 @@ int run_plan(const std::vector<std::string>& args) {
       rows = 1;
       cols = n;
     }
-    const int64_t max_row_tasks = op == "bias_gelu_backward" ? gelu::core::kMaxDbiasRowTasks
-                                                              : gelu::core::kMaxRowTasks;
+    const int64_t max_row_tasks = op == "bias_gelu_backward"
+                                      ? gelu::core::dbias_max_row_tasks(rows)
+                                      : gelu::core::kMaxRowTasks;
     const auto p =
         gelu::core::make_plan(rows, cols, dtype, info->streams, m, threads, max_row_tasks);
     std::printf("%-16s rows=%lld cols=%lld  %s\n", s.c_str(), static_cast<long long>(rows),

@@ -161,7 +161,7 @@ void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
   // Per row block, per column: the block's sum of dx. Row blocks do not
   // depend on the thread count and are combined in block order below, so
   // dbias is bit-identical for any number of threads.
-  const Plan p = plan_for(rows, cols, t, 3, o, core::kMaxDbiasRowTasks);
+  const Plan p = plan_for(rows, cols, t, 3, o, core::dbias_max_row_tasks(rows));
   // Every block's row of sums is stored by its kernel call, so the buffer
   // needs no initialisation.
   std::unique_ptr<double[]> owned;

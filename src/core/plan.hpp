@@ -42,6 +42,16 @@ inline constexpr int64_t kMinElementsPerThread = 64 * 1024;
 // using at most 16 threads for that op.
 inline constexpr int64_t kMaxRowTasks = 64;
 inline constexpr int64_t kMaxDbiasRowTasks = 16;
+// bias_gelu_backward's row blocks hold at least kMinDbiasRowBlock rows where
+// there are that many: with few wide rows (64 x 65536 f32) 16 blocks of 4
+// rows wrote 8 MiB of partial sums and read them back, a third of the
+// tensors' own traffic (bench/shapes/shape_cliffs.cpp, docs/performance.md).
+inline constexpr int64_t kMinDbiasRowBlock = 16;
+// The max_row_tasks for bias_gelu_backward over `rows` rows.
+constexpr int64_t dbias_max_row_tasks(int64_t rows) {
+  const int64_t by_rows = rows / kMinDbiasRowBlock;
+  return by_rows < 1 ? 1 : by_rows < kMaxDbiasRowTasks ? by_rows : kMaxDbiasRowTasks;
+}
 
 // Element-wise ops over n elements are planned as rows = 1, cols = n.
 // `streams` is the number of tensors the kernel reads or writes per element
