@@ -92,12 +92,11 @@ TEST(Plan, EveryOpOfTheTablePlansAndTiles) {
             EXPECT_GE(p.threads, 1);
             EXPECT_LE(p.threads, threads > 0 ? threads : m.cores);
             EXPECT_LE(p.threads, std::max<int64_t>(1, rows * cols / kMinElementsPerThread));
-            EXPECT_LE(p.row_tasks, op.kind == OpKind::rows_reduce ? kMaxDbiasRowTasks
-                                                                  : kMaxRowTasks);
+            const int64_t cap =
+                op.kind == OpKind::rows_reduce ? dbias_max_row_tasks(rows) : kMaxRowTasks;
+            EXPECT_LE(p.row_tasks, cap);
             // The same plan as the tiling arithmetic over the op's streams.
-            const Plan q = make_plan(rows, cols, t, op.streams(), m, threads,
-                                     op.kind == OpKind::rows_reduce ? kMaxDbiasRowTasks
-                                                                    : kMaxRowTasks);
+            const Plan q = make_plan(rows, cols, t, op.streams(), m, threads, cap);
             EXPECT_EQ(p.row_block, q.row_block);
             EXPECT_EQ(p.col_block, q.col_block);
             EXPECT_EQ(p.threads, q.threads);
@@ -182,6 +181,21 @@ TEST(Plan, RowBlocksBoundedForDbias) {
   // 8192 x 4096 f32 tiles into 10-row blocks; the cap makes them 512 rows.
   EXPECT_EQ(make_plan(8192, 4096, DType::f32, 3, kDev, 0, kMaxDbiasRowTasks).row_tasks,
             kMaxDbiasRowTasks);
+}
+
+TEST(Plan, DbiasRowBlocksHoldAtLeastMinRowsWherePossible) {
+  for (const Shape& s : kShapes) {
+    const Plan d = make_plan(s.rows, s.cols, DType::f32, 3, kDev, 0,
+                             dbias_max_row_tasks(s.rows));
+    EXPECT_LE(d.row_tasks, kMaxDbiasRowTasks) << s.rows << "x" << s.cols;
+    EXPECT_GE(d.row_block, std::min(s.rows, kMinDbiasRowBlock)) << s.rows << "x" << s.cols;
+    expect_exact_tiling(d, s.rows, s.cols);
+  }
+  // 64 rows of 64K f32 columns: 4 blocks of 16 rows, not 16 of 4.
+  EXPECT_EQ(make_plan(64, 65536, DType::f32, 3, kDev, 0, dbias_max_row_tasks(64)).row_tasks, 4);
+  EXPECT_EQ(dbias_max_row_tasks(0), 1);
+  EXPECT_EQ(dbias_max_row_tasks(15), 1);
+  EXPECT_EQ(dbias_max_row_tasks(int64_t{1} << 40), kMaxDbiasRowTasks);
 }
 
 TEST(Plan, WorkingSetFitsHalfOfL2) {

@@ -112,7 +112,7 @@ Plan plan_op(OpId id, const std::vector<int64_t>& primary_shape, DType dtype,
       break;
   }
   return make_plan(rows, cols, dtype, op.streams(), machine, options.num_threads,
-                   op.kind == OpKind::rows_reduce ? kMaxDbiasRowTasks : kMaxRowTasks);
+                   op.kind == OpKind::rows_reduce ? dbias_max_row_tasks(rows) : kMaxRowTasks);
 }
 
 std::string describe_plan(const Plan& p) {

@@ -63,11 +63,21 @@ inline constexpr int64_t kMinElementsPerThread = 64 * 1024;
 // using at most 16 threads for that op.
 inline constexpr int64_t kMaxRowTasks = 64;
 inline constexpr int64_t kMaxDbiasRowTasks = 16;
+// bias_gelu_backward's row blocks hold at least kMinDbiasRowBlock rows where
+// there are that many: with few wide rows (64 x 65536 f32) 16 blocks of 4
+// rows wrote 8 MiB of partial sums and read them back, a third of the
+// tensors' own traffic (bench/shapes/shape_cliffs.cpp, docs/performance.md).
+inline constexpr int64_t kMinDbiasRowBlock = 16;
+// The max_row_tasks for bias_gelu_backward over `rows` rows.
+constexpr int64_t dbias_max_row_tasks(int64_t rows) {
+  const int64_t by_rows = rows / kMinDbiasRowBlock;
+  return by_rows < 1 ? 1 : by_rows < kMaxDbiasRowTasks ? by_rows : kMaxDbiasRowTasks;
+}
 
 // The plan op `id` runs when its primary tensor (op_table: OpDecl::primary)
 // has `primary_shape` and `dtype`, with `options.num_threads` requested:
 // the planned shape follows the op's kind, the tile size its streams, and
-// a rows_reduce op caps its row blocks at kMaxDbiasRowTasks. row_block and
+// a rows_reduce op caps its row blocks at dbias_max_row_tasks(rows). row_block and
 // col_block never depend on the thread count, so a reduction over row
 // blocks (dbias) is the same for any threads.
 Plan plan_op(OpId id, const std::vector<int64_t>& primary_shape, DType dtype,

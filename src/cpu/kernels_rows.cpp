@@ -7,6 +7,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include "cpu/driver-inl.h"
+#include "cpu/narrow_rows-inl.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -22,6 +23,12 @@ void BiasFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
              const void* x, const void* bias, void* y) {
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
+    // Contiguous rows (the chunk is whole rows) of up to kFlatMaxCols: one
+    // flat pass, no per-row call or tail step.
+    if (stride == cols && rows > 1 && cols <= static_cast<int64_t>(kFlatMaxCols)) {
+      return BiasForwardFlat<decltype(m), S>(static_cast<size_t>(rows), static_cast<size_t>(cols),
+                                             CP<S>(x), CP<S>(bias), P<S>(y));
+    }
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t o = r * stride;
       Row<decltype(m), S, kSum>(
@@ -38,6 +45,11 @@ void BiasBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
   }
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
+    if (dbias_narrow(rows, cols, stride)) {
+      return BiasBackwardNarrow<decltype(m), S>(static_cast<size_t>(rows),
+                                                static_cast<size_t>(cols), CP<S>(dy), CP<S>(x),
+                                                CP<S>(bias), P<S>(dx), dbias);
+    }
     BiasBackwardRows<decltype(m), S>(rows, cols, stride, CP<S>(dy), CP<S>(x), CP<S>(bias),
                                      P<S>(dx), dbias);
   });
@@ -49,6 +61,10 @@ void GegluFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
   const int64_t g = gelu_second ? h : 0, u = h - g;
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
+    if (cols == h && rows > 1 && h < static_cast<int64_t>(kNarrowCols)) {
+      return GegluForwardNarrow<decltype(m), S>(static_cast<size_t>(rows),
+                                                static_cast<size_t>(h), CP<S>(x), P<S>(y));
+    }
     for (int64_t r = 0; r < rows; ++r) {
       const auto xr = CP<S>(x) + r * 2 * h;
       Row<decltype(m), S, kGated>(
@@ -62,6 +78,11 @@ void GegluBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
   const int64_t g = gelu_second ? h : 0, u = h - g;
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
+    if (cols == h && rows > 1 && h < static_cast<int64_t>(kNarrowCols)) {
+      return GegluBackwardNarrow<decltype(m), S>(static_cast<size_t>(rows),
+                                                 static_cast<size_t>(h), CP<S>(dy), CP<S>(x),
+                                                 P<S>(dx));
+    }
     for (int64_t r = 0; r < rows; ++r) {
       const auto xr = CP<S>(x) + r * 2 * h;
       const auto dxr = P<S>(dx) + r * 2 * h;
