@@ -128,9 +128,10 @@ std::vector<unsigned char> all_outputs(DType t, int threads, const Inputs& in,
 }
 
 // Compares one thread with several. That the comparison is not one thread
-// against one thread is checked twice: the plan of every op at each shape asks
-// for several threads when they are requested (else the shape is too small
-// for the threading threshold), and every call then ran on several.
+// against one thread is checked twice: the plan of every op at the first shape
+// asks for several threads when they are requested (else that shape is too
+// small for the threading threshold), and every call planned on several
+// threads then ran on several.
 TEST_P(InPlaceAndThreads, BitIdenticalForAnyThreadCount) {
   const DType t = std::get<0>(GetParam());
   Inputs in(t, std::get<1>(GetParam()));
@@ -144,9 +145,14 @@ TEST_P(InPlaceAndThreads, BitIdenticalForAnyThreadCount) {
     if (threads == 0) continue;  // every core: one on a one-core machine
     for (const auto& [id, n] : team) {
       const core::OpDecl& op = core::op_decl(id);
-      // Every op's primary tensor (x or a) has the test's shape here.
+      // Every op's primary tensor (x or a) has the test's shape here. The
+      // first shape must plan several threads for every op; the others may
+      // plan one where the op's tiling allows no more (a few wide rows of
+      // bias_gelu_backward: one row block of dbias, one column tile).
       const core::Plan p = core::plan_op(id, in.shape, t, {Approx::tanh, threads});
-      EXPECT_GT(p.threads, 1) << op.name << ": plan at " << threads << " threads";
+      if (in.shape == kShapes.front())
+        EXPECT_GT(p.threads, 1) << op.name << ": plan at " << threads << " threads";
+      if (p.threads == 1) continue;
       EXPECT_GT(n, 1) << op.name << ": ran on one thread with " << threads << " requested";
     }
   }
