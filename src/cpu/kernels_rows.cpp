@@ -61,7 +61,9 @@ void GegluFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
   const int64_t g = gelu_second ? h : 0, u = h - g;
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
-    if (cols == h && rows > 1 && h < static_cast<int64_t>(kNarrowCols)) {
+    // The narrow path deinterleaves [gelu half | multiplier] rows; the
+    // GELU on the second half keeps the per-row walk.
+    if (!gelu_second && cols == h && rows > 1 && h < static_cast<int64_t>(kNarrowCols)) {
       return GegluForwardNarrow<decltype(m), S>(static_cast<size_t>(rows),
                                                 static_cast<size_t>(h), CP<S>(x), P<S>(y));
     }
@@ -78,7 +80,7 @@ void GegluBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
   const int64_t g = gelu_second ? h : 0, u = h - g;
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
-    if (cols == h && rows > 1 && h < static_cast<int64_t>(kNarrowCols)) {
+    if (!gelu_second && cols == h && rows > 1 && h < static_cast<int64_t>(kNarrowCols)) {
       return GegluBackwardNarrow<decltype(m), S>(static_cast<size_t>(rows),
                                                  static_cast<size_t>(h), CP<S>(dy), CP<S>(x),
                                                  P<S>(dx));
