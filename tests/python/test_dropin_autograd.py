@@ -23,6 +23,9 @@ OPS = {
                  lambda f: lambda a, b: ref_gelu(a + b, f), [(6, 7), (6, 7)]),
     "geglu": (lambda f: lambda x: gelu_fusion.geglu(x, f),
               lambda f: lambda x: ref_gelu(x[..., :4], f) * x[..., 4:], [(5, 8)]),
+    "geglu_gelu_half_second": (
+        lambda f: lambda x: gelu_fusion.geglu(x, f, "second"),
+        lambda f: lambda x: x[..., :4] * ref_gelu(x[..., 4:], f), [(5, 8)]),
 }
 CASES = pytest.mark.parametrize("op,form", [(o, f) for o in OPS for f in FORMS])
 # float32 results against float64: first derivatives come from the fused
@@ -168,6 +171,7 @@ def test_gradgradcheck_float64_fallback():
         for fn, args in [(lambda x: gelu_fusion.gelu(x, form), (x,)),
                          (lambda x, b: gelu_fusion.bias_gelu(x, b, form), (x, b)),
                          (lambda x, b: gelu_fusion.add_gelu(x, b, form), (x, b)),
-                         (lambda x: gelu_fusion.geglu(x, form), (x,))]:
+                         (lambda x: gelu_fusion.geglu(x, form), (x,)),
+                         (lambda x: gelu_fusion.geglu(x, form, "second"), (x,))]:
             assert torch.autograd.gradcheck(fn, args, check_forward_ad=True)
             assert torch.autograd.gradgradcheck(fn, args, check_fwd_over_rev=True)

@@ -28,6 +28,8 @@ def test_float64_is_pytorchs_composition(form):
         (lambda: gelu_fusion.add_gelu(x, b, form), lambda: composed(x + b, form)),
         (lambda: gelu_fusion.geglu(x, form),
          lambda: composed(x[:, :3], form) * x[:, 3:]),
+        (lambda: gelu_fusion.geglu(x, form, gelu_half="second"),
+         lambda: x[:, :3] * composed(x[:, 3:], form)),
     ]
     for ours, theirs in cases:
         y, want = ours(), theirs()
@@ -49,6 +51,7 @@ def test_meta(form):
     assert gelu_fusion.bias_gelu(x, b, form).shape == (4, 6)
     assert gelu_fusion.add_gelu(x, x, form).shape == (4, 6)
     assert gelu_fusion.geglu(x, form).shape == (4, 3)
+    assert gelu_fusion.geglu(x, form, "second").shape == (4, 3)
     gelu_fusion.gelu(x, form).sum().backward()  # the backward runs too
     assert gelu_fusion.GELU(form)(x).device.type == "meta"
 
@@ -63,6 +66,11 @@ def test_fallback_keeps_our_errors():
         gelu_fusion.geglu(torch.zeros(2, 5, dtype=torch.float64))
     with pytest.raises(RuntimeError, match="approximate is 'erf'"):
         gelu_fusion.gelu(x, approximate="erf")
+    # gelu_half: the same text on the fallback as from the kernel's op.
+    for t in (x, x.float()):
+        with pytest.raises(RuntimeError, match="geglu: gelu_half is 'last', "
+                           "expected 'first' or 'second'"):
+            gelu_fusion.geglu(t, gelu_half="last")
 
 
 PAIRS = [(torch.bfloat16, torch.float32), (torch.float16, torch.float32),

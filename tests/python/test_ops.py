@@ -142,29 +142,37 @@ def geglu_shape(shape):
 @ALL
 @DT
 @SH
-def test_geglu(form, dtype, shape):
+@pytest.mark.parametrize("half", ["first", "second"])
+def test_geglu(form, dtype, shape, half):
+    """gelu_half='first': gelu(x[..., :H]) * x[..., H:]; 'second':
+    x[..., :H] * gelu(x[..., H:]) (diffusers' GEGLU)."""
     xs = geglu_shape(shape)
     h = xs[-1] // 2
     x = inputs(xs, dtype, seed=11).requires_grad_()
     dy = inputs(xs[:-1] + (h,), dtype, scale=1.0, seed=12)
-    y = gelu_fusion.geglu(x, approximate=form)
+    y = gelu_fusion.geglu(x, approximate=form, gelu_half=half)
     assert y.dtype == dtype and y.shape == dy.shape
     y.backward(dy)
 
     z = x.detach().double().requires_grad_()
-    a, g = z[..., :h], z[..., h:]
+    a, g = (z[..., :h], z[..., h:]) if half == "first" else (z[..., h:], z[..., :h])
     exact = ref_gelu(a, form) * g
     exact.backward(dy.double())
-    w = name("geglu", form, dtype, xs)
+    w = name(f"geglu gelu_half={half}", form, dtype, xs)
     bound = bound_ulps(dtype, 0.5)  # + the product's one f32 rounding
     assert_close(y.detach(), exact.detach(), exact.detach(), dtype, bound, w,
                  factor=g.detach())
-    # Value half: a gelu' bound scaled by dy * gate; gate half: relative.
+    # GELU half: a gelu' bound scaled by dy * gate; gate half: relative.
     ad = a.detach()
-    scale = torch.cat([(dy.double() * g.detach()).abs() * grad_terms_abs(ad, form),
-                       z.grad[..., h:].abs()], dim=-1)
     d = dy.double()
-    factor = torch.cat([d * g.detach(), d], dim=-1)
+    gelu_scale = (d * g.detach()).abs() * grad_terms_abs(ad, form)
+    gate_i = slice(h, None) if half == "first" else slice(0, h)
+    gate_scale = z.grad[..., gate_i].abs()
+    parts = [(gelu_scale, d * g.detach()), (gate_scale, d)]
+    if half == "second":
+        parts.reverse()
+    scale = torch.cat([p[0] for p in parts], dim=-1)
+    factor = torch.cat([p[1] for p in parts], dim=-1)
     assert_close(x.grad, z.grad, scale, dtype, bound, w + " grad", factor=factor)
 
 

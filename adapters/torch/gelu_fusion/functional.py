@@ -212,27 +212,48 @@ def _add_gelu_other(a, b, approximate):
     return _composed_gelu(a + b, approximate)
 
 
-def geglu(x: Tensor, approximate: str = "none") -> Tensor:
-    """GeGLU: x [..., 2H] -> gelu(x[..., :H]) * x[..., H:], shape [..., H]."""
+_HALVES = ("first", "second")
+
+
+def _check_gelu_half(gelu_half: str) -> None:
+    if gelu_half not in _HALVES:
+        raise RuntimeError(f"gelu_fusion::geglu: gelu_half is {gelu_half!r}, "
+                           "expected 'first' or 'second'")
+
+
+def geglu(x: Tensor, approximate: str = "none", gelu_half: str = "first") -> Tensor:
+    """GeGLU: x [..., 2H] -> gelu(x[..., :H]) * x[..., H:], shape [..., H].
+    gelu_half='second' puts the GELU on the second half:
+    x[..., :H] * gelu(x[..., H:]) (diffusers' GEGLU)."""
     if _is_scripting():
         if _scripted_on_kernel(x):
-            return torch.ops.gelu_fusion.geglu(x, approximate=approximate)
+            return torch.ops.gelu_fusion.geglu(x, approximate=approximate,
+                                               gelu_half=gelu_half)
+        if gelu_half != "first" and gelu_half != "second":
+            raise RuntimeError("gelu_fusion::geglu: gelu_half is '" + gelu_half
+                               + "', expected 'first' or 'second'")
         h = x.size(-1) // 2
+        if gelu_half == "second":
+            return x[..., :h] * _scripted_composed(x[..., h:], approximate)
         return _scripted_composed(x[..., :h], approximate) * x[..., h:]
     if (type(x) is Tensor and x.dtype in _KERNEL_DTYPES and x.is_cpu
             and x.layout is _STRIDED):
-        if approximate == "none":
+        if approximate == "none" and gelu_half == "first":
             return _geglu(x)
-        return _geglu(x, approximate=approximate)
-    return _geglu_other(x, approximate)
+        return _geglu(x, approximate=approximate, gelu_half=gelu_half)
+    return _geglu_other(x, approximate, gelu_half)
 
 
-def _geglu_other(x, approximate):
+def _geglu_other(x, approximate, gelu_half):
     if has_torch_function((x,)):
-        return handle_torch_function(geglu, (x,), x, approximate=approximate)
+        return handle_torch_function(geglu, (x,), x, approximate=approximate,
+                                     gelu_half=gelu_half)
     if _on_kernel(x):
-        return _geglu(x, approximate=approximate)
+        return _geglu(x, approximate=approximate, gelu_half=gelu_half)
     _check_form("geglu", approximate)
+    _check_gelu_half(gelu_half)
     _check_geglu_shape(x)
     a, g = x.chunk(2, dim=-1)
+    if gelu_half == "second":
+        return a * _composed_gelu(g, approximate)
     return _composed_gelu(a, approximate) * g
