@@ -2,7 +2,9 @@
 torch.nn.functional.gelu on a tiny tensor (the kernel's time is negligible,
 so the difference is dispatch and argument checks).
 
-    PYTHONPATH=build/python /usr/bin/python3 adapters/torch/bench/call_overhead.py
+    PYTHONPATH=build/python /usr/bin/python3 adapters/torch/bench/call_overhead.py [NAME...]
+
+(NAME: substrings of the case names to run, e.g. 'tanh' or 'grad'.)
 
 Rounds interleave ours and PyTorch's; each round times N calls of each and
 the script prints the median per-call time of each and of their difference
@@ -29,24 +31,60 @@ def per_call(fn, x):
     return (time.thread_time_ns() - t0) / N / 1000.0  # microseconds
 
 
+def _cases():
+    """name -> (ours, PyTorch's, input): every op and form, without and with
+    a gradient wanted. The peer of 'quick' is F.gelu(x) (one ATen op, as
+    ours is one op); PyTorch's quick GELU is two ops and slower."""
+    cases = {}
+    gf = gelu_fusion
+    peer_form = {"none": "none", "tanh": "tanh", "quick": "none"}
+    for grad in (False, True):
+        g = " grad" if grad else ""
+
+        def t(*shape):
+            return torch.randn(*shape, requires_grad=grad)
+        for form in ("none", "tanh", "quick"):
+            pf = peer_form[form]
+            cases[f"gelu {form} f32 (8,){g}"] = (
+                (gf.gelu if form == "none" else
+                 (lambda x, f=form: gf.gelu(x, approximate=f))),
+                (F.gelu if pf == "none" else
+                 (lambda x, f=pf: F.gelu(x, approximate=f))), t(8))
+        cases[f"gelu tanh bf16 (8,){g}"] = (
+            lambda x: gf.gelu(x, approximate="tanh"),
+            lambda x: F.gelu(x, approximate="tanh"),
+            torch.randn(8).bfloat16().requires_grad_(grad))
+        cases[f"GELU module tanh f32 (8,){g}"] = (
+            gf.GELU("tanh"), torch.nn.GELU("tanh"), t(8))
+        b, a2 = t(8), t(4, 8)
+        for form in ("none", "tanh"):
+            cases[f"bias_gelu {form} f32 (4,8){g}"] = (
+                lambda x, f=form: gf.bias_gelu(x, b, f),
+                lambda x, f=form: F.gelu(x + b, approximate=f), t(4, 8))
+            cases[f"add_gelu {form} f32 (4,8){g}"] = (
+                lambda x, f=form: gf.add_gelu(x, a2, f),
+                lambda x, f=form: F.gelu(x + a2, approximate=f), t(4, 8))
+        for half in ("first", "second"):
+            cases[f"geglu tanh {half} f32 (4,16){g}"] = (
+                lambda x, h=half: gf.geglu(x, "tanh", h),
+                ((lambda x: F.gelu(x[..., :8], approximate="tanh") * x[..., 8:])
+                 if half == "first" else
+                 (lambda x: x[..., :8] * F.gelu(x[..., 8:], approximate="tanh"))),
+                t(4, 16))
+    return cases
+
+
 def main():
     torch.set_num_threads(1)
-    cases = {
-        "gelu f32 (8,)": (gelu_fusion.gelu, F.gelu, torch.randn(8)),
-        "gelu tanh f32 (8,)": (lambda x: gelu_fusion.gelu(x, "tanh"),
-                               lambda x: F.gelu(x, approximate="tanh"),
-                               torch.randn(8)),
-        "gelu bf16 (8,)": (gelu_fusion.gelu, F.gelu,
-                           torch.randn(8).bfloat16()),
-        "GELU module f32 (8,)": (gelu_fusion.GELU(), torch.nn.GELU(),
-                                 torch.randn(8)),
-        "gelu f32 (8,) requires_grad": (gelu_fusion.gelu, F.gelu,
-                                        torch.randn(8, requires_grad=True)),
-    }
-    b = torch.randn(8)
-    cases["bias_gelu f32 (4,8)"] = (lambda x: gelu_fusion.bias_gelu(x, b),
-                                    lambda x: F.gelu(x + b), torch.randn(4, 8))
+    only = sys.argv[1:]  # substrings of case names; none: every case
+    cases = {k: v for k, v in _cases().items()
+             if not only or any(o in k for o in only)}
     for name, (ours, theirs, x) in cases.items():
+        try:
+            ours(x)
+        except (TypeError, RuntimeError) as e:  # an older build's API
+            print(f"{name:36s} skipped: {e}")
+            continue
         for _ in range(200):
             ours(x), theirs(x)
         o, t, d = [], [], []
@@ -55,7 +93,7 @@ def main():
             c = per_call(theirs, x)
             o.append(a), t.append(c), d.append(a - c)
         q = statistics.quantiles(d, n=4)
-        print(f"{name:32s} ours {statistics.median(o):6.3f} us  "
+        print(f"{name:36s} ours {statistics.median(o):6.3f} us  "
               f"F.gelu {statistics.median(t):6.3f} us  "
               f"diff {statistics.median(d):+6.3f} us "
               f"(IQR {q[0]:+.3f}..{q[2]:+.3f})")

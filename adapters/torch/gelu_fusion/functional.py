@@ -13,10 +13,10 @@ Autograd: backward, double backward and forward-mode AD (fwAD dual tensors,
 functorch.jvp / jacfwd / hessian) for every op; see csrc/autograd.cpp.
 
 In eager mode the fast path calls the ops' C++ entry points directly,
-skipping the torch.ops attribute lookups and, for approximate='none', the
-keyword parsing; the checks that pick the kernel (type, dtype, device,
-layout) add a few hundred nanoseconds per call. bench/call_overhead.py
-measures a call against F.gelu's.
+skipping the torch.ops attribute lookups, and passes no keyword argument
+(each form has its own entry point); the checks that pick the kernel (type,
+dtype, device, layout) add a few hundred nanoseconds per call.
+bench/call_overhead.py measures a call against F.gelu's.
 Tensor-likes with __torch_function__ (torch.fx proxies among them) see
 these functions as single calls, as they see F.gelu.
 """
@@ -26,10 +26,32 @@ from torch import Tensor
 from torch.overrides import handle_torch_function, has_torch_function
 
 # The ops' raw entry points (what torch.ops.gelu_fusion.<op>(...) calls).
-_gelu = torch.ops.gelu_fusion.gelu._op
-_bias_gelu = torch.ops.gelu_fusion.bias_gelu._op
-_add_gelu = torch.ops.gelu_fusion.add_gelu._op
-_geglu = torch.ops.gelu_fusion.geglu._op
+_ops = torch.ops.gelu_fusion
+_gelu = _ops.gelu._op
+_bias_gelu = _ops.bias_gelu._op
+_add_gelu = _ops.add_gelu._op
+_geglu = _ops.geglu._op
+
+# The eager entry point for each form: the op itself for the default form,
+# else the op named for the form (csrc/form_ops.cpp), so that no eager call
+# passes a keyword argument (matching it against the schema costs about
+# half a microsecond per call; bench/call_overhead.py). A form not listed
+# goes to the op with the keyword, which raises its error. gelu's entry
+# points also pick the kernel or PyTorch's composition themselves (the
+# checks cost less in C++ than attribute reads here).
+_GELU_BY_FORM = {"none": _ops._gelu_none._op, "tanh": _ops._gelu_tanh._op,
+                 "quick": _ops._gelu_quick._op}
+_BIAS_GELU_BY_FORM = {"none": _bias_gelu, "tanh": _ops._bias_gelu_tanh._op,
+                      "quick": _ops._bias_gelu_quick._op}
+_ADD_GELU_BY_FORM = {"none": _add_gelu, "tanh": _ops._add_gelu_tanh._op,
+                     "quick": _ops._add_gelu_quick._op}
+_GEGLU_BY_FORM = {
+    "first": {"none": _geglu, "tanh": _ops._geglu_tanh._op,
+              "quick": _ops._geglu_quick._op},
+    "second": {"none": _ops._geglu_none_second._op,
+               "tanh": _ops._geglu_tanh_second._op,
+               "quick": _ops._geglu_quick_second._op},
+}
 
 # torch.jit.is_scripting bound once: eager calls skip two attribute lookups
 # (~80 ns, bench/call_overhead.py); TorchScript resolves the alias to the
@@ -113,21 +135,20 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
         if _scripted_on_kernel(x):
             return torch.ops.gelu_fusion.gelu(x, approximate=approximate)
         return _scripted_composed(x, approximate)
-    if (type(x) is Tensor and x.dtype in _KERNEL_DTYPES and x.is_cpu
-            and x.layout is _STRIDED):
-        if approximate == "none":
-            return _gelu(x)
-        return _gelu(x, approximate=approximate)
+    if type(x) is Tensor:
+        op = _GELU_BY_FORM.get(approximate)
+        if op is not None:
+            return op(x)  # the kernel, or PyTorch's composition
     return _gelu_other(x, approximate)
 
 
 def _gelu_other(x, approximate):
     if has_torch_function((x,)):
         return handle_torch_function(gelu, (x,), x, approximate=approximate)
-    if _on_kernel(x):  # a Tensor subclass such as Parameter
-        return _gelu(x, approximate=approximate)
     _check_form("gelu", approximate)
-    return _composed_gelu(x, approximate)
+    if isinstance(x, Tensor):  # a Tensor subclass such as Parameter
+        return _GELU_BY_FORM[approximate](x)
+    return _composed_gelu(x, approximate)  # F.gelu's error for a non-tensor
 
 
 def bias_gelu(x: Tensor, bias: Tensor, approximate: str = "none") -> Tensor:
@@ -143,8 +164,9 @@ def bias_gelu(x: Tensor, bias: Tensor, approximate: str = "none") -> Tensor:
         return _scripted_composed(x + bias, approximate)
     if (type(x) is Tensor and x.dtype in _KERNEL_DTYPES and bias.dtype is x.dtype
             and x.is_cpu and x.layout is _STRIDED):
-        if approximate == "none":
-            return _bias_gelu(x, bias)
+        op = _BIAS_GELU_BY_FORM.get(approximate)
+        if op is not None:
+            return op(x, bias)
         return _bias_gelu(x, bias, approximate=approximate)
     return _bias_gelu_other(x, bias, approximate)
 
@@ -178,8 +200,9 @@ def add_gelu(a: Tensor, b: Tensor, approximate: str = "none") -> Tensor:
     if (type(a) is Tensor and type(b) is Tensor and a.dtype in _KERNEL_DTYPES
             and b.dtype is a.dtype and a.is_cpu and a.layout is _STRIDED
             and a.shape == b.shape):
-        if approximate == "none":
-            return _add_gelu(a, b)
+        op = _ADD_GELU_BY_FORM.get(approximate)
+        if op is not None:
+            return op(a, b)
         return _add_gelu(a, b, approximate=approximate)
     return _add_gelu_other(a, b, approximate)
 
@@ -238,8 +261,10 @@ def geglu(x: Tensor, approximate: str = "none", gelu_half: str = "first") -> Ten
         return _scripted_composed(x[..., :h], approximate) * x[..., h:]
     if (type(x) is Tensor and x.dtype in _KERNEL_DTYPES and x.is_cpu
             and x.layout is _STRIDED):
-        if approximate == "none" and gelu_half == "first":
-            return _geglu(x)
+        forms = _GEGLU_BY_FORM.get(gelu_half)
+        op = forms.get(approximate) if forms is not None else None
+        if op is not None:
+            return op(x)
         return _geglu(x, approximate=approximate, gelu_half=gelu_half)
     return _geglu_other(x, approximate, gelu_half)
 
