@@ -138,12 +138,93 @@ def test_options_turn_passes_off():
     check(Res(), results=["add_gelu"])
 
 
-def test_add_gelu_falls_back_where_shapes_or_dtypes_differ():
-    class Bcast(nn.Module):
-        def forward(self, a):
-            return F.gelu(a + a[:1])    # broadcast: [3, 16] + [1, 16]
-    report, fused = check(Bcast(), results=["add_gelu"])
+def op_names(model, *xs):
+    """The op names a forward of `model` leaves in a profile."""
+    with torch.no_grad(), torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU]) as p:
+        model(*xs)
+    return {e.key for e in p.key_averages()}
+
+
+def assert_fused_op(fused, x, op):
+    names = op_names(fused, x)
+    assert f"gelu_fusion::{op}" in names, sorted(names)
+    assert "aten::gelu" not in names, sorted(names)
+
+
+class AddThenGelu(nn.Module):
+    """gelu(a + b) where b = other(a) may broadcast or have another dtype."""
+
+    def __init__(self, other):
+        super().__init__()
+        self.other = other
+
+    def forward(self, a):
+        return F.gelu(a + self.other(a), approximate="tanh")
+
+
+@pytest.mark.parametrize("other,op", [
+    (lambda a: a[:1], "bias_gelu"),                        # [3, 16] + [1, 16]
+    (lambda a: a[:, :1] * 2, "add_gelu"),                  # [3, 16] + [3, 1]
+    (lambda a: a.unsqueeze(0).flip(-1), "add_gelu"),       # [1, 3, 16]: grows
+    (lambda a: a.flip(-1).bfloat16(), "add_gelu"),         # bf16: promotes
+    (lambda a: a.sum(0).double(), "add_gelu"),             # f64 [16]: f64 sum
+], ids=["bias_row", "column", "leading_dim", "bf16_addend", "f64_row"])
+def test_add_gelu_broadcasts_and_promotes_as_a_plus_b(other, op):
+    """The add rule feeds add_gelu whatever `a + b` accepts: it broadcasts
+    (a bias-shaped addend runs bias_gelu's kernel) and promotes; values,
+    dtype and gradients as the unfused model's."""
+    m = AddThenGelu(other)
+    report, fused = check(m, results=["add_gelu"])
     assert "checked at each call" in report.sites[0].reason
+    x = torch.randn(3, 16) * 3
+    assert fused(x).dtype == m(x).dtype
+    if op == "add_gelu" and m(x).dtype == torch.float64:
+        op = "gelu"  # no float64 kernel: PyTorch's composition, as a + b
+        assert "aten::gelu" in op_names(fused, x)
+    else:
+        assert_fused_op(fused, x, op)
+
+
+class BiasOfDtype(nn.Module):
+    """A bias written out (y + b) whose Parameter has another dtype."""
+
+    def __init__(self, dtype):
+        super().__init__()
+        self.fc = nn.Linear(16, 24, bias=False)
+        self.b = nn.Parameter(torch.randn(24).to(dtype))
+
+    def forward(self, x):
+        return F.gelu(self.fc(x) + self.b)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_bias_of_another_dtype_is_bias_gelu_with_promotion(dtype):
+    """f32 activations + a bf16/f16 bias: y + b promotes to f32, and so does
+    the fused bias_gelu (the bias's gradient comes back in its dtype)."""
+    m = BiasOfDtype(dtype)
+    report, fused = check(m, results=["bias_gelu"], tol=1e-2)
+    x = torch.randn(3, 16)
+    assert fused(x).dtype == torch.float32
+    assert_fused_op(fused, x, "bias_gelu")
+    xa = x.clone().requires_grad_()
+    fused(xa).sum().backward()
+    assert fused.b.grad.dtype == dtype
+
+
+def test_bias_written_out_of_another_shape_is_add_gelu():
+    """y + b with b a [1, 24] buffer: not a 1-D bias, but add_gelu's bias
+    route still runs bias_gelu's kernel."""
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 24, bias=False)
+            self.register_buffer("b", torch.randn(1, 24))
+
+        def forward(self, x):
+            return F.gelu(self.fc(x) + self.b)
+    report, fused = check(M(), results=["add_gelu"])
+    assert_fused_op(fused, torch.randn(3, 16), "bias_gelu")
 
 
 def test_add_of_a_size_is_not_add_gelu():
@@ -167,8 +248,11 @@ def test_bias_written_out_keeps_promotion_under_autocast():
     x = torch.randn(3, 16)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         want, got = copy.deepcopy(m)(x), fused(x)
+        names = op_names(fused, x)
     assert got.dtype == want.dtype == torch.float32  # bf16 + f32 promotes
     torch.testing.assert_close(got, want)
+    # and the promoted sum still runs the fused kernel
+    assert "gelu_fusion::bias_gelu" in names and "aten::gelu" not in names
 
 
 @pytest.mark.parametrize("how", ["chunk", "torch.chunk", "split", "split_list", "slices"])
@@ -210,8 +294,13 @@ def test_geglu_gelu_on_the_second_half(how):
                 h, gate = p[..., :10], p[..., 10:]
             return h * F.gelu(gate, approximate="tanh")
     if rt.HAS_GELU_HALF:
-        report, _ = check(M(), results=["geglu"])
+        m = M()
+        report, fused = check(m, results=["geglu"])
         assert "second half" in report.sites[0].reason
+        # geglu(x, gelu_half='second') has gelu_fusion.geglu's fallbacks:
+        # the fused model keeps working in float64 (PyTorch's composition).
+        x = torch.randn(3, 16, dtype=torch.float64)
+        torch.testing.assert_close(fused.double()(x), m.double()(x))
     else:
         report, _ = check(M(), results=["gelu"])
         assert "no gelu_half" in report.sites[0].reason

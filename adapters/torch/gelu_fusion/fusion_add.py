@@ -1,10 +1,11 @@
 """`a + b` feeding a GELU, and nothing else (a residual gelu(x + f(x))),
 becomes add_gelu: one pass instead of the sum's and the GELU's.
 
-Shapes and dtypes are known only at run time: each call checks that a and b
-have one shape and one dtype (today's add_gelu kernel) and otherwise
-computes the sum, then gelu. A constant addend (x + 1.0) is not a sum of
-two tensors and is left to the plain gelu.
+Shapes and dtypes are known only at run time: add_gelu broadcasts and
+promotes as `a + b` does (one pass for one shape and dtype, bias_gelu's
+kernel for a bias-shaped addend, the expanded tensors otherwise, PyTorch's
+composition where no kernel applies). A constant addend (x + 1.0) is not a
+sum of two tensors and is left to the plain gelu.
 """
 import operator
 
@@ -31,4 +32,4 @@ def fuse(gm) -> None:
         new = g.replace(graph, node, rt.add_gelu_or_add, (*s.args, form), [s])
         new.meta.pop("gf_site", None)
         site.result = "add_gelu"
-        site.reason = "same shape and dtype (checked at each call)"
+        site.reason = "broadcasts and promotes as a + b (checked at each call)"

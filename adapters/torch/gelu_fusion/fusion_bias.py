@@ -6,12 +6,12 @@ its gradient comes from the GELU backward's pass):
 - F.linear(x, w, b) with a bias;
 - torch.addmm(b, a, w), also through a view/reshape of its result (GPT-2's
   Conv1D);
-- x + b with b a 1-D Parameter or buffer (a bias written out; here the
-  bias must have x's dtype, as `+` would promote).
+- x + b with b a 1-D Parameter or buffer (a bias written out; a bias of
+  another dtype promotes as `+` does).
 
 The Linear keeps its type and Parameters; the graph reads its weight and
 bias. Checked at each call (fusion_runtime): the bias is 1-D, the size of
-the last dimension (else the sum then gelu).
+the last dimension (else add_gelu, which broadcasts as the sum).
 """
 import operator
 

@@ -35,18 +35,20 @@ def _bias_fits(y: Tensor, bias: Tensor) -> bool:
 
 def bias_gelu_or_add(y: Tensor, bias: Tensor, approximate: str) -> Tensor:
     """gelu(y + bias). The bias takes y's dtype first, as autocast gives it
-    to the matmul that y came from (F.linear, addmm)."""
+    to the matmul that y came from (F.linear, addmm). A bias of another
+    shape broadcasts through add_gelu, as the matmul's would."""
     if _bias_fits(y, bias):
         return bias_gelu(y, bias.to(y.dtype), approximate)
-    return gelu(y + bias, approximate)
+    return add_gelu(y, bias.to(y.dtype), approximate)
 
 
 def add_bias_gelu(y: Tensor, bias: Tensor, approximate: str) -> Tensor:
-    """gelu(y + bias) written out: bias_gelu where the bias fits and has
-    y's dtype (else `+` would promote, and so does the fallback)."""
-    if _bias_fits(y, bias) and bias.dtype == y.dtype:
+    """gelu(y + bias) written out: bias_gelu where the bias fits (promoting
+    a bias of another dtype as `+` does: torch.result_type), else add_gelu
+    (which broadcasts and promotes as `+` does)."""
+    if _bias_fits(y, bias):
         return bias_gelu(y, bias, approximate)
-    return gelu(y + bias, approximate)
+    return add_gelu(y, bias, approximate)
 
 
 def linear_bias_gelu(x: Tensor, weight: Tensor, bias: Tensor,
@@ -67,14 +69,13 @@ def addmm_bias_gelu(bias: Tensor, a: Tensor, w: Tensor, shape: List[int],
 
 
 def add_gelu_or_add(a: Tensor, b: Tensor, approximate: str) -> Tensor:
-    """gelu(a + b): add_gelu where a and b have one shape and dtype (today's
-    kernel), else the sum then gelu (also where an addend is not a tensor:
-    the graph cannot always tell)."""
+    """gelu(a + b) as add_gelu, which broadcasts and promotes as `a + b`
+    does (one pass for one shape and dtype; a bias-shaped addend runs
+    bias_gelu's kernel); the sum then gelu where an addend is not a tensor
+    (the graph cannot always tell)."""
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         return gelu(a + b, approximate)
-    if a.shape == b.shape and a.dtype == b.dtype:
-        return add_gelu(a, b, approximate)
-    return gelu(a + b, approximate)
+    return add_gelu(a, b, approximate)
 
 
 def geglu_halves(x: Tensor, half: int, approximate: str) -> Tensor:
@@ -94,15 +95,12 @@ HAS_GELU_HALF = "gelu_half" in str(torch.ops.gelu_fusion.geglu.default._schema)
 
 def geglu_halves_gelu_second(x: Tensor, half: int, approximate: str) -> Tensor:
     """x[..., :H] * gelu(x[..., H:]) (diffusers' GEGLU) as geglu with
-    gelu_half='second', where x's last dimension is 2H and the kernel takes
-    x's dtype and device; else the model's own expression."""
+    gelu_half='second', where x's last dimension is 2H; else the model's
+    own expression."""
     n = x.shape[-1] if x.dim() >= 1 else 0
     h = (n + 1) // 2 if half < 0 else half
-    kernel_dtype = (x.dtype == torch.float32 or x.dtype == torch.bfloat16
-                    or x.dtype == torch.float16)
-    if x.dim() >= 1 and 2 * h == n and kernel_dtype and x.device.type == "cpu":
-        return torch.ops.gelu_fusion.geglu(x, approximate=approximate,
-                                           gelu_half="second")
+    if x.dim() >= 1 and 2 * h == n:
+        return geglu(x, approximate, "second")
     return x[..., :h] * gelu(x[..., h:], approximate)
 
 
