@@ -352,6 +352,32 @@ def test_geglu_two_linears_either_order(bias, order):
     assert type(fused.wi_0) is nn.Linear and type(fused.wi_1) is nn.Linear
 
 
+@pytest.mark.parametrize("second", [False, True], ids=["gate_first", "gelu_second"])
+@pytest.mark.parametrize("how", ["chunk_dim1", "split_dim1", "slices_2d"])
+def test_geglu_halves_along_a_numbered_dim(how, second):
+    """Halves along dim=1 (or x[:, :H]) are a GeGLU when dim 1 is the last
+    (2-D input: fused geglu); on a 3-D input the fused model computes the
+    model's own expression along dim 1."""
+    class M(nn.Module):
+        def forward(self, h):
+            if how == "chunk_dim1":
+                a, b = h.chunk(2, dim=1)
+            elif how == "split_dim1":
+                a, b = h.split(8, 1)
+            else:
+                a, b = h[:, :8], h[:, 8:]
+            return a * F.gelu(b) if second else F.gelu(a) * b
+    report, fused = check(M(), x=torch.randn(3, 16) * 3, results=["geglu"])
+    assert_fused_op(fused, torch.randn(3, 16), "geglu")
+    x = torch.randn(2, 16, 5)  # dim 1 is not the last: no GeGLU
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ya, yb = M()(xa), fused(xb)
+    torch.testing.assert_close(yb, ya)
+    ya.sum().backward()
+    yb.sum().backward()
+    torch.testing.assert_close(xb.grad, xa.grad)
+
+
 def test_geglu_split_of_odd_size_computes_the_model_expression():
     class M(nn.Module):
         def forward(self, x):

@@ -2,7 +2,9 @@
 
 - halves of one tensor x[..., 2H]: `a, b = x.chunk(2, -1)`,
   `x.split(H, -1)`, `torch.chunk`/`torch.split`, or the slices
-  `x[..., :H]` / `x[..., H:]`; then `gelu(a) * b` becomes geglu(x), and
+  `x[..., :H]` / `x[..., H:]` (also along a dimension given as a
+  non-negative number, `chunk(2, dim=1)` or `x[:, :H]`, where each call
+  checks it is the last); then `gelu(a) * b` becomes geglu(x), and
   `a * gelu(b)` (diffusers' GEGLU: `h, gate = x.chunk(2, -1)`,
   `h * gelu(gate)`) geglu(x, gelu_half='second'), one pass either way.
   Each call checks that the last dimension is 2H (else the model's own
@@ -29,9 +31,10 @@ from .fusion_trace import has_hooks
 _MUL = (operator.mul, torch.mul)
 
 
-def _halves(a: Node, b: Node) -> Optional[Tuple[Node, int, list]]:
-    """(x, H or -1 for chunk, nodes consumed) when a is x's first half and
-    b its second; None otherwise."""
+def _halves(a: Node, b: Node) -> Optional[Tuple[Node, int, list, int]]:
+    """(x, H or -1 for chunk, nodes consumed, dim) when a is x's first half
+    and b its second; None otherwise. dim is -1 or a non-negative dimension
+    that each call checks is x's last."""
     ga, gb = g.getitem_of(a), g.getitem_of(b)
     if ga is None or gb is None:
         return None
@@ -41,33 +44,52 @@ def _halves(a: Node, b: Node) -> Optional[Tuple[Node, int, list]]:
             return None
         if g.calls(src, (torch.chunk,), ("chunk",)):
             n, dim = g.arg(src, 1, "chunks"), g.arg(src, 2, "dim", 0)
-            if n == 2 and dim == -1:
-                return src.args[0], -1, [src]
+            if n == 2 and _dim(dim):
+                return src.args[0], -1, [src], dim
         if g.calls(src, (torch.split,), ("split",)):
             size, dim = g.arg(src, 1, "split_size_or_sections",
                               src.kwargs.get("split_size")), g.arg(src, 2, "dim", 0)
             if isinstance(size, (list, tuple)) and len(size) == 2 and size[0] == size[1]:
                 size = size[0]
-            if isinstance(size, int) and dim == -1:
-                return src.args[0], size, [src]
+            if isinstance(size, int) and _dim(dim):
+                return src.args[0], size, [src], dim
         return None
     return None
 
 
-def _slices(a: Node, b: Node) -> Optional[Tuple[Node, int, list]]:
+def _dim(dim) -> bool:
+    """A dimension the halves may be taken along: -1, or a non-negative
+    one (x[:, :H] on a 2-D x, chunk(2, dim=1)) checked at each call."""
+    return isinstance(dim, int) and not isinstance(dim, bool) and dim >= -1
+
+
+_ALL = slice(None, None, None)
+
+
+def _slices(a: Node, b: Node) -> Optional[Tuple[Node, int, list, int]]:
+    """x[..., :H] and x[..., H:], or x[:, :H] and x[:, H:] (the halves along
+    dimension k after k full slices)."""
     ga, gb = g.getitem_of(a), g.getitem_of(b)
     if ga is None or gb is None or ga[0] is not gb[0]:
         return None
     ia, ib = ga[1], gb[1]
-    if not (isinstance(ia, tuple) and isinstance(ib, tuple) and len(ia) == len(ib) == 2
-            and ia[0] is Ellipsis and ib[0] is Ellipsis
-            and isinstance(ia[1], slice) and isinstance(ib[1], slice)):
+    if not (isinstance(ia, tuple) and isinstance(ib, tuple) and len(ia) == len(ib) >= 2
+            and isinstance(ia[-1], slice) and isinstance(ib[-1], slice)):
         return None
-    sa, sb = ia[1], ib[1]
+    lead = ia[:-1]
+    if lead != ib[:-1]:
+        return None
+    if lead == (Ellipsis,):
+        dim = -1
+    elif all(i == _ALL for i in lead):
+        dim = len(lead)
+    else:
+        return None
+    sa, sb = ia[-1], ib[-1]
     if sa.start in (None, 0) and sa.step is None and sb.stop is None \
             and sb.step is None and isinstance(sa.stop, int) and sa.stop == sb.start \
             and sa.stop > 0:
-        return ga[0], sa.stop, []
+        return ga[0], sa.stop, [], dim
     return None
 
 
@@ -101,11 +123,11 @@ def fuse(gm) -> None:
         # Halves of one tensor, gate first (the kernel's order) ...
         found = _halves(gate, other) or _slices(gate, other)
         if found is not None:
-            x, half, src = found
+            x, half, src, dim = found
             if any(len(s.users) != 2 for s in src):
                 site.reason = "geglu not fused: the split has another use"
                 continue
-            _done(g.replace(graph, mul, rt.geglu_halves, (x, half, form),
+            _done(g.replace(graph, mul, rt.geglu_halves, (x, half, form, dim),
                             [node, gate, other] + src, meta_from=node), site,
                   "last dim 2H (checked at each call)")
             continue
@@ -113,7 +135,7 @@ def fuse(gm) -> None:
         # gelu_half.
         found = _halves(other, gate) or _slices(other, gate)
         if found is not None:
-            x, half, src = found
+            x, half, src, dim = found
             if not rt.HAS_GELU_HALF:
                 site.reason = ("geglu not fused: the GELU is on the second half; "
                                "this build's geglu op has no gelu_half")
@@ -121,7 +143,7 @@ def fuse(gm) -> None:
                 site.reason = "geglu not fused: the split has another use"
             else:
                 _done(g.replace(graph, mul, rt.geglu_halves_gelu_second,
-                                (x, half, form), [node, gate, other] + src,
+                                (x, half, form, dim), [node, gate, other] + src,
                                 meta_from=node), site,
                       "GELU on the second half; last dim 2H (checked at each call)")
             continue

@@ -7,7 +7,7 @@ All are TorchScript-compatible (a fused model scripts where the original
 did) and call the public functions of gelu_fusion.functional, whose
 fallbacks and promotion rules then apply.
 """
-from typing import List
+from typing import List, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -78,30 +78,40 @@ def add_gelu_or_add(a: Tensor, b: Tensor, approximate: str) -> Tensor:
     return add_gelu(a, b, approximate)
 
 
-def geglu_halves(x: Tensor, half: int, approximate: str) -> Tensor:
-    """gelu(x[..., :H]) * x[..., H:] where x's last dimension is 2H; `half`
-    is H as the model wrote it (split size or slice bound), or -1 for
-    chunk(2, -1). Other splits compute the model's own expression."""
-    n = x.shape[-1] if x.dim() >= 1 else 0
+def _halves_at(x: Tensor, half: int, dim: int) -> Tuple[int, int, bool]:
+    """(n, H, whether dim is x's last): n is x's size along dim, H the
+    first piece's (`half`, or chunk's ceil(n / 2) where half is -1)."""
+    if x.dim() == 0:
+        return 0, 0, False
+    n = x.shape[dim]
     h = (n + 1) // 2 if half < 0 else half   # chunk's first piece is ceil
-    if x.dim() >= 1 and 2 * h == n:
+    return n, h, dim == -1 or dim == x.dim() - 1
+
+
+def geglu_halves(x: Tensor, half: int, approximate: str, dim: int = -1) -> Tensor:
+    """gelu(first) * second, the halves of x along dim, where the model
+    wrote H as a split size or slice bound (`half`), or -1 for chunk(2).
+    geglu where dim is the last and its size is 2H; else the model's own
+    expression."""
+    n, h, last = _halves_at(x, half, dim)
+    if last and 2 * h == n:
         return geglu(x, approximate)
-    return gelu(x[..., :h], approximate) * x[..., h:]
+    return gelu(x.narrow(dim, 0, h), approximate) * x.narrow(dim, h, n - h)
 
 
 # Whether the geglu op takes gelu_half (the GELU on the second half).
 HAS_GELU_HALF = "gelu_half" in str(torch.ops.gelu_fusion.geglu.default._schema)
 
 
-def geglu_halves_gelu_second(x: Tensor, half: int, approximate: str) -> Tensor:
-    """x[..., :H] * gelu(x[..., H:]) (diffusers' GEGLU) as geglu with
-    gelu_half='second', where x's last dimension is 2H; else the model's
-    own expression."""
-    n = x.shape[-1] if x.dim() >= 1 else 0
-    h = (n + 1) // 2 if half < 0 else half
-    if x.dim() >= 1 and 2 * h == n:
+def geglu_halves_gelu_second(x: Tensor, half: int, approximate: str,
+                             dim: int = -1) -> Tensor:
+    """first * gelu(second) (diffusers' GEGLU) as geglu with
+    gelu_half='second', where dim is x's last and its size is 2H; else the
+    model's own expression."""
+    n, h, last = _halves_at(x, half, dim)
+    if last and 2 * h == n:
         return geglu(x, approximate, "second")
-    return x[..., :h] * gelu(x[..., h:], approximate)
+    return x.narrow(dim, 0, h) * gelu(x.narrow(dim, h, n - h), approximate)
 
 
 def geglu_two_linears(x: Tensor, w_gate: Tensor, w_up: Tensor,
