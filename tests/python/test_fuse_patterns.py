@@ -388,6 +388,21 @@ def test_geglu_split_of_odd_size_computes_the_model_expression():
     torch.testing.assert_close(fused(x), M()(x))
 
 
+@pytest.mark.parametrize("second", [False, True], ids=["gate_first", "gelu_second"])
+def test_geglu_split_into_more_pieces_computes_the_model_expression(second):
+    """split(8) of a last dim of 24 has three pieces; the model uses two:
+    not a GeGLU at that size, and the fused model computes the same."""
+    class M(nn.Module):
+        def forward(self, x):
+            parts = x.split(8, dim=-1)
+            a, b = parts[0], parts[1]
+            return a * F.gelu(b) if second else F.gelu(a) * b
+    check(M(), x=torch.randn(3, 16), results=["geglu"])
+    fused = gelu_fusion.fuse(M())
+    x = torch.randn(3, 24)
+    torch.testing.assert_close(fused(x), M()(x))
+
+
 def test_linear_with_a_hook_keeps_its_bias_and_the_hook_fires():
     m = Fn(nn.GELU())
     calls = []

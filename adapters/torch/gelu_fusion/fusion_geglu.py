@@ -31,10 +31,10 @@ from .fusion_trace import has_hooks
 _MUL = (operator.mul, torch.mul)
 
 
-def _halves(a: Node, b: Node) -> Optional[Tuple[Node, int, list, int]]:
-    """(x, H or -1 for chunk, nodes consumed, dim) when a is x's first half
-    and b its second; None otherwise. dim is -1 or a non-negative dimension
-    that each call checks is x's last."""
+def _halves(a: Node, b: Node) -> Optional[Tuple[Node, int, list, int, bool]]:
+    """(x, H or -1 for chunk, nodes consumed, dim, whether a split) when a
+    is x's first half and b its second; None otherwise. dim is -1 or a
+    non-negative dimension that each call checks is x's last."""
     ga, gb = g.getitem_of(a), g.getitem_of(b)
     if ga is None or gb is None:
         return None
@@ -45,14 +45,14 @@ def _halves(a: Node, b: Node) -> Optional[Tuple[Node, int, list, int]]:
         if g.calls(src, (torch.chunk,), ("chunk",)):
             n, dim = g.arg(src, 1, "chunks"), g.arg(src, 2, "dim", 0)
             if n == 2 and _dim(dim):
-                return src.args[0], -1, [src], dim
+                return src.args[0], -1, [src], dim, False
         if g.calls(src, (torch.split,), ("split",)):
             size, dim = g.arg(src, 1, "split_size_or_sections",
                               src.kwargs.get("split_size")), g.arg(src, 2, "dim", 0)
             if isinstance(size, (list, tuple)) and len(size) == 2 and size[0] == size[1]:
                 size = size[0]
             if isinstance(size, int) and _dim(dim):
-                return src.args[0], size, [src], dim
+                return src.args[0], size, [src], dim, True
         return None
     return None
 
@@ -66,7 +66,7 @@ def _dim(dim) -> bool:
 _ALL = slice(None, None, None)
 
 
-def _slices(a: Node, b: Node) -> Optional[Tuple[Node, int, list, int]]:
+def _slices(a: Node, b: Node) -> Optional[Tuple[Node, int, list, int, bool]]:
     """x[..., :H] and x[..., H:], or x[:, :H] and x[:, H:] (the halves along
     dimension k after k full slices)."""
     ga, gb = g.getitem_of(a), g.getitem_of(b)
@@ -89,7 +89,7 @@ def _slices(a: Node, b: Node) -> Optional[Tuple[Node, int, list, int]]:
     if sa.start in (None, 0) and sa.step is None and sb.stop is None \
             and sb.step is None and isinstance(sa.stop, int) and sa.stop == sb.start \
             and sa.stop > 0:
-        return ga[0], sa.stop, [], dim
+        return ga[0], sa.stop, [], dim, False
     return None
 
 
@@ -123,11 +123,11 @@ def fuse(gm) -> None:
         # Halves of one tensor, gate first (the kernel's order) ...
         found = _halves(gate, other) or _slices(gate, other)
         if found is not None:
-            x, half, src, dim = found
+            x, half, src, dim, split = found
             if any(len(s.users) != 2 for s in src):
                 site.reason = "geglu not fused: the split has another use"
                 continue
-            _done(g.replace(graph, mul, rt.geglu_halves, (x, half, form, dim),
+            _done(g.replace(graph, mul, rt.geglu_halves, (x, half, form, dim, split),
                             [node, gate, other] + src, meta_from=node), site,
                   "last dim 2H (checked at each call)")
             continue
@@ -135,7 +135,7 @@ def fuse(gm) -> None:
         # gelu_half.
         found = _halves(other, gate) or _slices(other, gate)
         if found is not None:
-            x, half, src, dim = found
+            x, half, src, dim, split = found
             if not rt.HAS_GELU_HALF:
                 site.reason = ("geglu not fused: the GELU is on the second half; "
                                "this build's geglu op has no gelu_half")
@@ -143,7 +143,7 @@ def fuse(gm) -> None:
                 site.reason = "geglu not fused: the split has another use"
             else:
                 _done(g.replace(graph, mul, rt.geglu_halves_gelu_second,
-                                (x, half, form, dim), [node, gate, other] + src,
+                                (x, half, form, dim, split), [node, gate, other] + src,
                                 meta_from=node), site,
                       "GELU on the second half; last dim 2H (checked at each call)")
             continue

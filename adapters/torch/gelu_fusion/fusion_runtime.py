@@ -78,25 +78,30 @@ def add_gelu_or_add(a: Tensor, b: Tensor, approximate: str) -> Tensor:
     return add_gelu(a, b, approximate)
 
 
-def _halves_at(x: Tensor, half: int, dim: int) -> Tuple[int, int, bool]:
-    """(n, H, whether dim is x's last): n is x's size along dim, H the
-    first piece's (`half`, or chunk's ceil(n / 2) where half is -1)."""
+def _halves_at(x: Tensor, half: int, dim: int, split: bool) -> Tuple[int, int, int, bool]:
+    """(first piece's size H, second piece's start, its size, whether dim
+    is x's last and its size 2H), for x's size n along dim: H is `half`, or
+    chunk's ceil(n / 2) where half is -1; the second piece is the rest of
+    dim, or the split's second piece (at most H) for a split."""
     if x.dim() == 0:
-        return 0, 0, False
+        return 0, 0, 0, False
     n = x.shape[dim]
     h = (n + 1) // 2 if half < 0 else half   # chunk's first piece is ceil
-    return n, h, dim == -1 or dim == x.dim() - 1
+    rest = n - h
+    second = min(h, rest) if split else rest
+    return h, h, second, (dim == -1 or dim == x.dim() - 1) and 2 * h == n
 
 
-def geglu_halves(x: Tensor, half: int, approximate: str, dim: int = -1) -> Tensor:
-    """gelu(first) * second, the halves of x along dim, where the model
-    wrote H as a split size or slice bound (`half`), or -1 for chunk(2).
-    geglu where dim is the last and its size is 2H; else the model's own
-    expression."""
-    n, h, last = _halves_at(x, half, dim)
-    if last and 2 * h == n:
+def geglu_halves(x: Tensor, half: int, approximate: str, dim: int = -1,
+                 split: bool = False) -> Tensor:
+    """gelu(first) * second, the first two pieces of x along dim, where the
+    model wrote H as a split size or slice bound (`half`), or -1 for
+    chunk(2). geglu where dim is the last and its size is 2H; else the
+    model's own expression."""
+    h, start, second, fits = _halves_at(x, half, dim, split)
+    if fits:
         return geglu(x, approximate)
-    return gelu(x.narrow(dim, 0, h), approximate) * x.narrow(dim, h, n - h)
+    return gelu(x.narrow(dim, 0, h), approximate) * x.narrow(dim, start, second)
 
 
 # Whether the geglu op takes gelu_half (the GELU on the second half).
@@ -104,14 +109,14 @@ HAS_GELU_HALF = "gelu_half" in str(torch.ops.gelu_fusion.geglu.default._schema)
 
 
 def geglu_halves_gelu_second(x: Tensor, half: int, approximate: str,
-                             dim: int = -1) -> Tensor:
+                             dim: int = -1, split: bool = False) -> Tensor:
     """first * gelu(second) (diffusers' GEGLU) as geglu with
     gelu_half='second', where dim is x's last and its size is 2H; else the
     model's own expression."""
-    n, h, last = _halves_at(x, half, dim)
-    if last and 2 * h == n:
+    h, start, second, fits = _halves_at(x, half, dim, split)
+    if fits:
         return geglu(x, approximate, "second")
-    return x.narrow(dim, 0, h) * gelu(x.narrow(dim, h, n - h), approximate)
+    return x.narrow(dim, 0, h) * gelu(x.narrow(dim, start, second), approximate)
 
 
 def geglu_two_linears(x: Tensor, w_gate: Tensor, w_up: Tensor,
