@@ -6,7 +6,12 @@ Usage: report_torch.py REQUEST RESULT [PACKAGE_DIR]
 REQUEST holds one job a line:
   acc ID OP FORM DTYPE ROWS COLS DIR    run OP once on DIR/acc_ID_{x,b,dy}.bin,
                                         write DIR/acc_ID_out.bin
-  tp OP FORM DTYPE ROWS COLS THREADS COPY_BYTES MIN_ROUNDS MAX_ROUNDS BUDGET_MS
+  tp OP FORM DTYPE ROWS COLS THREADS COPY_BYTES MIN_ROUNDS MAX_ROUNDS BUDGET_MS INPUTS SIGMA
+                                        INPUTS "default" (x ~ N(0, 1), b in
+                                        [-0.5, 0.5)) or an input scale's name
+                                        with its SIGMA (report_common.hpp:
+                                        x ~ N(0, SIGMA^2), b ~ N(0, 1); SIGMA 0:
+                                        tail-only)
   ovh                                   per-call overhead of a 1-element gelu
 RESULT gets one line per job: "... ok FIGURES" or "... na REASON".
 With PACKAGE_DIR (build/python, where the adapter is built), a tp job also
@@ -34,6 +39,7 @@ import sys
 import time
 
 MIN_SAMPLE_NS = 100e3
+TAIL_LO, TAIL_HI = -10.0, -3.875  # kTailLo, kTailHi (report_common.hpp)
 SLOW_CALL_NS = 0.5e9  # as report_timing.hpp
 
 
@@ -70,8 +76,9 @@ def main():
     gelu_out = torch._C._nn.gelu
     gelu_bwd_out = torch.ops.aten.gelu_backward.grad_input
 
-    def tensors(op, dt, rows, cols, load=None):
-        """The case's tensors, as report_case.hpp lays them out."""
+    def tensors(op, dt, rows, cols, load=None, sigma=None):
+        """The case's tensors, as report_case.hpp lays them out, filled as
+        report_case.cpp fills them (sigma: fill_inputs' input scale)."""
         geglu = op.startswith("geglu")
         shapes = {"x": (rows, 2 * cols) if geglu else (rows, cols),
                   "out": (rows, 2 * cols) if op == "geglu_backward" else (rows, cols)}
@@ -88,6 +95,13 @@ def main():
                 t[k] = torch.from_numpy(a).view(dtypes[dt][0]).reshape(s)
             elif k == "out":
                 t[k] = torch.zeros(s, dtype=dtypes[dt][0])
+            elif sigma == 0:  # tail-only: x (or x + b) in [TAIL_LO, TAIL_HI]
+                margin = 1.0 if "b" in shapes else 0.0
+                lo, hi = {"x": (TAIL_LO + margin, TAIL_HI - margin), "b": (-1.0, 1.0),
+                          "dy": (-1.0, 1.0)}[k]
+                t[k] = torch.empty(s).uniform_(lo, hi).to(dtypes[dt][0])
+            elif sigma is not None and k in ("x", "b"):  # x ~ N(0, sigma^2), b ~ N(0, 1)
+                t[k] = (torch.randn(s) * (sigma if k == "x" else 1.0)).to(dtypes[dt][0])
             else:
                 if k == "x":  # N(0, 1), as the C++ side
                     t[k] = torch.randn(s).to(dtypes[dt][0])
@@ -217,7 +231,8 @@ def main():
             op, form, dt = j[1], j[2], j[3]
             rows, cols, threads, copy_bytes = int(j[4]), int(j[5]), int(j[6]), int(j[7])
             min_r, max_r, budget = int(j[8]), int(j[9]), float(j[10]) * 1e6
-            head = "tp %s %s %s %d %d" % (op, form, dt, rows * cols, threads)
+            inputs, sigma = j[11], (None if j[12] == "-" else float(j[12]))
+            head = "tp %s %s %s %d %d %d %s" % (op, form, dt, rows * cols, threads, cols, inputs)
             tp_done += 1
             if tp_done > 1 and (tp_done % 16 == 1 or tp_done == tp_total):
                 el = time.time() - tp_start
@@ -239,10 +254,11 @@ def main():
                 continue
             try:
                 torch.set_num_threads(threads)
-                if cache.get("key") != (op, form, dt, rows, cols):  # reuse across threads
+                if cache.get("key") != (op, form, dt, rows, cols, inputs):  # reuse across threads
                     cache.clear()
-                    t = tensors(op, dt, rows, cols)
-                    cache.update(key=(op, form, dt, rows, cols), fn=composition(op, form, t),
+                    t = tensors(op, dt, rows, cols, sigma=sigma)
+                    cache.update(key=(op, form, dt, rows, cols, inputs),
+                                 fn=composition(op, form, t),
                                  ours=ours(op, form, t) if ours_ops else None,
                                  src=torch.ones(copy_bytes, dtype=torch.uint8),
                                  dst=torch.empty(copy_bytes, dtype=torch.uint8))
