@@ -46,8 +46,10 @@ double scale_target(const InputScale& sc, Approx form) {
 std::vector<Case> scale_cases(OpId op, int64_t n) {
   const Shape shape = shape_for(n);
   std::vector<Case> cases;
-  cases.push_back(make_case(op, DType::f32, shape));  // dy filled here
-  fill_inputs(cases[0], kInputScales[0]);
+  // make_case draws x ~ N(0, 1) and dy; the N(0, 1) scale keeps that x
+  // (unit = itself: x = 1 * x) and draws the N(0, 1) bias.
+  cases.push_back(make_case(op, DType::f32, shape));
+  fill_inputs(cases[0], kInputScales[0], &cases[0]);
   for (int k = 1; k < kNumScales; ++k) {
     cases.push_back(make_case(op, DType::f32, shape, false));
     Case& c = cases.back();
