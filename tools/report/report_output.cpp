@@ -13,7 +13,7 @@ namespace {
 using Row = std::vector<std::string>;
 
 // A pipe table with padded columns: valid markdown, readable in a terminal.
-std::string table_text(const Row& head, const std::vector<Row>& rows) {
+std::string table(const Row& head, const std::vector<Row>& rows) {
   std::vector<size_t> w(head.size());
   for (size_t i = 0; i < head.size(); ++i) w[i] = head[i].size();
   for (const Row& r : rows)
@@ -86,7 +86,7 @@ std::string jpeer(const PeerTime& p) {
 std::string machine_section(const Report& r) {
   std::vector<Row> rows;
   for (const auto& [k, v] : r.machine) rows.push_back({k, v});
-  return "## Machine\n\n" + table_text({"", ""}, rows);
+  return "## Machine\n\n" + table({"", ""}, rows);
 }
 
 std::string accuracy_section(const Report& r) {
@@ -110,13 +110,13 @@ std::string accuracy_section(const Report& r) {
          "every value. Relative error counts only exact values in the format's normal range. "
          "bias_gelu_backward: dx only (dbias is checked by the unit tests); "
          "geglu_backward: both halves of dx.\n\n" +
-         table_text(head, rows);
+         table(head, rows);
 }
 
 std::string throughput_section(const Report& r) {
   // One table per ThroughputRow::table; scales and shapes add the column
   // that tells their rows apart.
-  auto rows_of = [&](const std::string& table, const char* extra) {
+  auto rows_of = [&](const std::string& which, const char* extra) {
     Row head{"op", "form", "dtype", "size", "thr"};
     if (extra) head.push_back(extra);
     for (const char* h : {"ns/elem median [min-max]", "GB/s", "% of copy", "vs oneDNN",
@@ -124,12 +124,12 @@ std::string throughput_section(const Report& r) {
       head.push_back(h);
     std::vector<Row> rows;
     for (const ThroughputRow& t : r.throughput) {
-      if (t.table != table) continue;
+      if (t.table != which) continue;
       const double n = static_cast<double>(t.n);
       Row row{op_decl(t.op).name, approx_name(t.form), dtype_name(t.dtype), size_name(t.n),
               std::to_string(t.threads)};
-      if (table == "scales") row.push_back(t.inputs);
-      if (table == "shapes")
+      if (which == "scales") row.push_back(t.inputs);
+      if (which == "shapes")
         row.push_back("[" + std::to_string(t.n / t.cols) + ", " + std::to_string(t.cols) + "]");
       for (std::string c :
            {fmt("%.3f", t.ours.median / n) + " [" + fmt("%.3f", t.ours.min / n) + "-" +
@@ -140,7 +140,7 @@ std::string throughput_section(const Report& r) {
         row.push_back(c);
       rows.push_back(row);
     }
-    return rows.empty() ? std::string() : table_text(head, rows);
+    return rows.empty() ? std::string() : table(head, rows);
   };
   std::string s =
       "## Throughput\n\nns/elem: per GELU evaluation. GB/s: compulsory "
@@ -189,7 +189,7 @@ std::string cliffs_section(const Report& r) {
          "form from its input-scale rounds (every op and thread count there), the "
          "other forms for gelu and gelu_backward on 1 thread. Targets: 0.7 for "
          "N(0, 2) and N(0, 3) (tanh 0.6), 0.5 for tail-only.\n\n" +
-         table_text({"ratio", "op", "form", "size", "thr", "baseline ns/elem",
+         table({"ratio", "op", "form", "size", "thr", "baseline ns/elem",
                 "variant ns/elem", "ratio", "target"},
                rows);
 }
@@ -199,7 +199,7 @@ std::string overhead_section(const Report& r) {
   for (const OverheadRow& o : r.overhead)
     rows.push_back({o.impl, o.what, o.ns ? fmt("%.0f", *o.ns) : o.note});
   return "## Per-call overhead (a 1-element call, 1 thread)\n\n" +
-         table_text({"impl", "call", "ns per call"}, rows);
+         table({"impl", "call", "ns per call"}, rows);
 }
 
 std::string markdown(const Report& r) {
