@@ -2,7 +2,9 @@
 // of the op table, named by the op) over one contiguous array on one thread
 // (the op layer's validation, planning and threads are not in the loop),
 // with the bytes it must move so Google Benchmark prints GB/s, and a memcpy
-// row of the same bytes per size as the ceiling. For the full picture with peers and threads: gelu-fusion report.
+// row of the same bytes per size as the ceiling; f32 also on wider input
+// scales (names ending /sigma2, /sigma3, /tail). For the full picture with
+// peers and threads: gelu-fusion report.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -53,6 +55,29 @@ using gelu::core::Role;
 // Sigma of each input role's fill (above); outputs are not filled.
 float fill_sigma(Role r) { return r == Role::addend ? 0.25f : 1.0f; }
 
+// Input scales, as the report's (tools/report/report_common.hpp): x ~
+// N(0, sigma^2) with a N(0, 1) addend, or (sigma 0) tail-only, every
+// pre-activation in [-10, -3.875] (x in [-9, -4.875] and the addend in
+// [-1, 1) when there is one), where the exact tail path runs. Benchmarks
+// without a suffix keep the default fill above.
+struct InputScale {
+  const char* suffix;  // appended to the benchmark name
+  float sigma;         // 0: tail-only
+};
+constexpr InputScale kScales[] = {{"sigma2", 2.0f}, {"sigma3", 3.0f}, {"tail", 0.0f}};
+constexpr float kTailLo = -10.0f, kTailHi = -3.875f;
+
+void fill_scaled(DType t, void* p, int64_t n, Role r, const InputScale& sc, bool has_addend) {
+  if (r != Role::x && r != Role::addend) return fill(t, p, n, fill_sigma(r));
+  if (sc.sigma > 0) return fill(t, p, n, r == Role::x ? sc.sigma : 1.0f);
+  std::mt19937 rng(54321);
+  const float margin = has_addend ? 1.0f : 0.0f;
+  std::uniform_real_distribution<float> u =
+      r == Role::x ? std::uniform_real_distribution<float>(kTailLo + margin, kTailHi - margin)
+                   : std::uniform_real_distribution<float>(-1.0f, 1.0f);
+  for (int64_t i = 0; i < n; ++i) gelu::ref::store(t, p, i, u(rng));
+}
+
 // The op's kernel alone over [rows, cols] (gated: cols of each half), on
 // buffers by tensor index in op table order; false for an op with no case
 // here. The only per-op code here: which kernel of src/cpu an op runs.
@@ -75,7 +100,8 @@ bool run_kernel(OpId id, Approx f, DType t, int64_t rows, int64_t cols,
   return false;
 }
 
-void BM_kernel(benchmark::State& st, const OpDecl* op, Approx f, DType t, int64_t n) {
+void BM_kernel(benchmark::State& st, const OpDecl* op, Approx f, DType t, int64_t n,
+               const InputScale* scale) {
   const int64_t e = static_cast<int64_t>(gelu::dtype_size(t));
   const int64_t rows = n >= kCols ? n / kCols : 1, cols = n >= kCols ? kCols : n;
   // The primary tensor's shape; every other tensor's follows from the table.
@@ -87,7 +113,11 @@ void BM_kernel(benchmark::State& st, const OpDecl* op, Approx f, DType t, int64_
     const int64_t elems = gelu::numel(gelu::core::tensor_shape(*op, i, primary));
     bufs.push_back(std::make_unique<Buf>(elems * e));
     p.push_back(bufs.back()->p);
-    if (!op->tensors[i].output()) fill(t, p.back(), elems, fill_sigma(op->tensors[i].role));
+    if (op->tensors[i].output()) continue;
+    if (scale)
+      fill_scaled(t, p.back(), elems, op->tensors[i].role, *scale, op->tensor_of(Role::addend) >= 0);
+    else
+      fill(t, p.back(), elems, fill_sigma(op->tensors[i].role));
   }
   std::vector<double> partial(cols);
   if (!run_kernel(op->id, f, t, rows, cols, p, partial.data()))
@@ -131,7 +161,15 @@ const bool kRegistered = [] {
         for (int64_t n : kSizes) {
           const std::string name = std::string(op.name) + "/" + gelu::dtype_name(t) + "/" +
                                    gelu::approx_name(f) + "/" + std::to_string(n);
-          benchmark::RegisterBenchmark(name.c_str(), BM_kernel, &op, f, t, n)->MinTime(0.1);
+          benchmark::RegisterBenchmark(name.c_str(), BM_kernel, &op, f, t, n, nullptr)
+              ->MinTime(0.1);
+          // The wider input scales, f32 only (the storage dtypes share the
+          // f32 math), in cache and at 4M.
+          if (t != DType::f32 || n < (1 << 18)) continue;
+          for (const InputScale& sc : kScales)
+            benchmark::RegisterBenchmark((name + "/" + sc.suffix).c_str(), BM_kernel, &op, f, t,
+                                         n, &sc)
+                ->MinTime(0.1);
         }
     }
   return true;

@@ -16,6 +16,7 @@
 #include "report_cliffs.hpp"
 #include "report_machine.hpp"
 #include "report_onednn.hpp"
+#include "report_scales.hpp"
 #include "report_sections.hpp"
 #include "report_timing.hpp"
 
@@ -64,9 +65,14 @@ std::vector<std::string> timing_rules(const Settings& s) {
     return std::to_string(p.min_rounds) + "-" + std::to_string(p.max_rounds);
   };
   return {
-      "Inputs: x ~ N(0, 1) (pre-activations look like this; the GELU math's "
-      "tail path is then rare), bias/b ~ U[-0.5, 0.5], dy ~ U[-1, 1]; the same "
-      "distributions for every contender.",
+      "Inputs of the size sweep and the shapes: x ~ N(0, 1) (the GELU math's "
+      "tail path, x < -3.875, is then rare), bias/b ~ U[-0.5, 0.5], dy ~ U[-1, 1]; "
+      "the same distributions for every contender.",
+      "Input scales (gelu, gelu_backward, bias_gelu, bias_gelu_backward, f32): "
+      "x ~ N(0, 1), N(0, 2), N(0, 3) with bias ~ N(0, 1), and tail-only: every "
+      "pre-activation in [-10, -3.875] (x ~ U[-10, -3.875]; bias ops x ~ "
+      "U[-9, -4.875], bias ~ U[-1, 1]); dy ~ U[-1, 1]. Trained models' "
+      "pre-activations are often wider than N(0, 1).",
       "Warm-up: every contender runs once before it is timed; a sample repeats "
       "the call until it lasts >= 100 us and counts the mean per call.",
       "Outputs are preallocated for every contender (PyTorch: out= variants and "
@@ -93,8 +99,8 @@ std::vector<std::string> timing_rules(const Settings& s) {
       "the adapter (not built) it divides PyTorch's python median by ours from "
       "this process, taken a minute or so apart.",
       "Per-call overhead is measured separately on a 1-element call.",
-      "Inputs: x uniform in [-4, 4), bias/addend in [-0.5, 0.5), dy in [-1, 1); "
-      "shapes [n/4096, 4096] (one row when 4096 does not divide n).",
+      "Shapes: [n/4096, 4096] (one row when 4096 does not divide n); the shapes "
+      "table: last dimension 8 and 65536 at 4M elements.",
   };
 }
 
@@ -169,6 +175,8 @@ int run_report(const std::vector<std::string>& args) {
 
   const auto pending = run_accuracy(s, &torch, r);
   run_throughput(s, &torch, r);
+  run_input_scales(s, &torch, r);
+  run_shapes(s, &torch, r);
   run_cliffs(s, r);
   run_overhead(s, &torch, r);
   if (s.peers) {

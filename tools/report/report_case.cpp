@@ -54,6 +54,23 @@ Case make_case(OpId id, DType t, Shape s, bool fill) {
   return c;
 }
 
+void fill_inputs(Case& c, const InputScale& s, const Case* unit) {
+  const DType t = c.dtype;
+  if (s.sigma == 0) {
+    const float margin = c.b_elems ? 1.f : 0.f;
+    fill_uniform(t, c.x.data(), c.x_elems, kTailLo + margin, kTailHi - margin, 7);
+    if (c.b_elems) fill_uniform(t, c.b.data(), c.b_elems, -1.f, 1.f, 8);
+    return;
+  }
+  if (unit && unit->x_elems == c.x_elems) {
+    for (int64_t i = 0; i < c.x_elems; ++i)
+      store(t, c.x.data(), i, s.sigma * load(t, unit->x.data(), i));
+  } else {
+    fill_normal(t, c.x.data(), c.x_elems, s.sigma, 1);
+  }
+  if (c.b_elems) fill_normal(t, c.b.data(), c.b_elems, 1.f, 2);
+}
+
 int64_t traffic_bytes(OpId id, DType t, Shape s) {
   Case c{id, t, s, {}, {}, {}, {}, {}, 0, 0, 0, 0, {}, {}};
   lay_out(c);

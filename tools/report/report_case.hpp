@@ -34,6 +34,14 @@ Buffer& tensor_buffer(Case&, int i);
 // dy in [-1, 1) when `fill`.
 Case make_case(OpId, DType, Shape, bool fill = true);
 
+// Refills the case's x and bias/addend with an input scale: x ~ N(0, sigma^2)
+// and b ~ N(0, 1); tail-only: x in [kTailLo, kTailHi], or with an addend
+// x in [kTailLo + 1, kTailHi - 1] and b in [-1, 1), so that x + b stays in
+// the tail. With `unit` (a case of the same op and shape filled with
+// N(0, 1)), x is sigma times unit's x: a 32M fill then costs a pass, not
+// a Box-Muller draw per element.
+void fill_inputs(Case&, const InputScale&, const Case* unit = nullptr);
+
 // Runs gelu-fusion's op on the case.
 void run_ours(Case&, Approx form, int threads);
 

@@ -32,7 +32,8 @@ def size_label(n):
 
 def main():
     rep = json.load(open(sys.argv[1]))
-    rows = rep["throughput"]
+    # The size sweep only (input-scale and shape rows have tables of their own).
+    rows = [r for r in rep["throughput"] if r.get("table", "sweep") == "sweep"]
     if not rows:
         print("report_chart: no throughput rows", file=sys.stderr)
         return 1

@@ -6,16 +6,13 @@
 #include <vector>
 
 #include "report_case.hpp"
+#include "report_scales.hpp"
 #include "report_timing.hpp"
 
 namespace gelu::report {
 namespace {
 
 constexpr double kStorageTarget = 1.6;  // target: bf16/f16 vs f32 elements/s
-constexpr double kTailTarget = 0.5;     // target: tail-only vs N(0, 1)
-
-// Refills x with tail-only inputs, U[-14, -4] (the deep negative tail).
-void fill_tail(Case& c) { fill_uniform(c.dtype, c.x.data(), c.x_elems, -14.f, -4.f, 7); }
 
 }  // namespace
 
@@ -27,7 +24,7 @@ void run_cliffs(const Settings& s, Report& r) {
   const int64_t big = *std::max_element(s.sizes.begin(), s.sizes.end());
   const int64_t cached = std::min<int64_t>(big, 1 << 18);
   std::fprintf(stderr, "report: kernel cliffs: storage dtypes at %lld elements, "
-               "tail-only inputs (estimate %.0f s)\n",
+               "input scales of the other forms (estimate %.0f s)\n",
                static_cast<long long>(big), 4 + 2e-7 * big);
   for (OpId op : ops) {
     // Storage: f32, bf16, f16 in the same rounds.
@@ -44,17 +41,21 @@ void run_cliffs(const Settings& s, Report& r) {
       r.cliffs.push_back({"f16 vs f32 elements/s", op, Approx::none, big, threads,
                           st[0], st[2], kStorageTarget});
     }
-    // Inputs: N(0, 1) against the tail only, every form, 1 thread.
+    // Input scales of the forms the throughput section does not time
+    // (report_scales.cpp adds its own forms' ratios): every scale in the
+    // same rounds, 1 thread, in cache and at the largest size.
     for (int64_t n : {cached, big}) {
-      Case normal = make_case(op, DType::f32, shape_for(n)),
-           tail = make_case(op, DType::f32, shape_for(n));
-      fill_tail(tail);
+      std::vector<Case> cases = scale_cases(op, n);
       for (Approx form : {Approx::none, Approx::tanh, Approx::quick}) {
-        const auto st = time_interleaved({[&] { run_ours(normal, form, 1); },
-                                          [&] { run_ours(tail, form, 1); }},
-                                         policy_for(n, s.quick));
-        r.cliffs.push_back({"tail-only vs N(0,1) elements/s", op, form, n, 1, st[0], st[1],
-                            kTailTarget});
+        if (std::find(s.throughput_forms.begin(), s.throughput_forms.end(), form) !=
+            s.throughput_forms.end())
+          continue;
+        std::vector<std::function<void()>> fns;
+        for (Case& c : cases) fns.push_back([&c, form] { run_ours(c, form, 1); });
+        const auto st = time_interleaved(fns, policy_for(n, s.quick));
+        for (size_t k = 1; k < cases.size(); ++k)
+          r.cliffs.push_back({std::string(kInputScales[k].name) + " vs N(0,1) elements/s", op,
+                              form, n, 1, st[0], st[k], scale_target(kInputScales[k], form)});
       }
       if (cached == big) break;
     }

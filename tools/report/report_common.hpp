@@ -63,6 +63,19 @@ void fill_uniform(DType, void* p, int64_t n, float lo, float hi,
 // n values drawn from N(0, sigma^2), rounded to the dtype.
 void fill_normal(DType, void* p, int64_t n, float sigma, uint64_t seed);
 
+// The input scales the report times side by side (report_scales.hpp): the
+// pre-activation x ~ N(0, sigma^2) with a N(0, 1) bias/addend, or, with
+// sigma 0, the tail only: every pre-activation (x, or x + b) in
+// [kTailLo, kTailHi], below the GELU math's tail threshold -3.875, where
+// the exact (exp) path runs.
+struct InputScale {
+  const char* name;  // "N(0,2)", "tail": the rows' label
+  float sigma;       // 0: tail-only
+};
+inline constexpr float kTailLo = -10.f, kTailHi = -3.875f;
+inline constexpr InputScale kInputScales[] = {
+    {"N(0,1)", 1.f}, {"N(0,2)", 2.f}, {"N(0,3)", 3.f}, {"tail", 0.f}};
+
 // --- results -----------------------------------------------------------------
 struct RegionError {
   double max_ulp = 0, max_rel = 0;
@@ -99,6 +112,11 @@ struct ThroughputRow {
   int64_t bytes;
   Stat ours, copy;
   PeerTime onednn, torch;
+  // Which table the row belongs to: "sweep" (sizes x dtypes, default
+  // inputs), "scales" (input scales) or "shapes" (narrow and wide rows).
+  std::string table = "sweep";
+  std::string inputs = "default";  // an InputScale's name, or "default"
+  int64_t cols = 0;                // the last dimension (per half for geglu)
 };
 // A ratio of elements/s, variant over baseline, timed in the same rounds.
 struct CliffRow {

@@ -114,28 +114,62 @@ std::string accuracy_section(const Report& r) {
 }
 
 std::string throughput_section(const Report& r) {
-  Row head{"op", "form", "dtype", "size", "thr", "ns/elem median [min-max]",
-           "GB/s", "% of copy", "vs oneDNN", "vs PyTorch"};
-  std::vector<Row> rows;
-  for (const ThroughputRow& t : r.throughput) {
-    const double n = static_cast<double>(t.n);
-    rows.push_back({op_decl(t.op).name, approx_name(t.form), dtype_name(t.dtype),
-                    size_name(t.n), std::to_string(t.threads),
-                    fmt("%.3f", t.ours.median / n) + " [" + fmt("%.3f", t.ours.min / n) +
-                        "-" + fmt("%.3f", t.ours.max / n) + "]",
-                    fmt("%.1f", t.bytes / t.ours.median),
-                    fmt("%.0f%%", 100 * t.copy.median / t.ours.median),
-                    ratio(t.onednn, t.ours), ratio(t.torch, t.ours)});
-  }
-  return "## Throughput\n\nns/elem: per GELU evaluation. GB/s: compulsory "
-         "traffic (each input read once, each output written once) over the "
-         "median time. % of copy: a memcpy of the same traffic, same threads, "
-         "measured in the same rounds. vs X: X's median time over ours (x2.00 = "
-         "we take half the time). oneDNN: eltwise GELU (bias/add: binary add with "
-         "a GELU post-op); PyTorch: the unfused composition a user writes, timed "
-         "in python in the same rounds as ours called through the PyTorch "
-         "adapter (see rules).\n\n" +
-         table(head, rows);
+  // One table per ThroughputRow::table; scales and shapes add the column
+  // that tells their rows apart.
+  auto rows_of = [&](const std::string& which, const char* extra) {
+    Row head{"op", "form", "dtype", "size", "thr"};
+    if (extra) head.push_back(extra);
+    for (const char* h : {"ns/elem median [min-max]", "GB/s", "% of copy", "vs oneDNN",
+                          "vs PyTorch"})
+      head.push_back(h);
+    std::vector<Row> rows;
+    for (const ThroughputRow& t : r.throughput) {
+      if (t.table != which) continue;
+      const double n = static_cast<double>(t.n);
+      Row row{op_decl(t.op).name, approx_name(t.form), dtype_name(t.dtype), size_name(t.n),
+              std::to_string(t.threads)};
+      if (which == "scales") row.push_back(t.inputs);
+      if (which == "shapes")
+        row.push_back("[" + std::to_string(t.n / t.cols) + ", " + std::to_string(t.cols) + "]");
+      for (std::string c :
+           {fmt("%.3f", t.ours.median / n) + " [" + fmt("%.3f", t.ours.min / n) + "-" +
+                fmt("%.3f", t.ours.max / n) + "]",
+            fmt("%.1f", t.bytes / t.ours.median),
+            fmt("%.0f%%", 100 * t.copy.median / t.ours.median), ratio(t.onednn, t.ours),
+            ratio(t.torch, t.ours)})
+        row.push_back(c);
+      rows.push_back(row);
+    }
+    return rows.empty() ? std::string() : table(head, rows);
+  };
+  std::string s =
+      "## Throughput\n\nns/elem: per GELU evaluation. GB/s: compulsory "
+      "traffic (each input read once, each output written once) over the "
+      "median time. % of copy: a memcpy of the same traffic, same threads, "
+      "measured in the same rounds. vs X: X's median time over ours (x2.00 = "
+      "we take half the time). oneDNN: eltwise GELU (bias/add: binary add with "
+      "a GELU post-op); PyTorch: the unfused composition a user writes, timed "
+      "in python in the same rounds as ours called through the PyTorch "
+      "adapter (see rules).\n\n" +
+      rows_of("sweep", nullptr);
+  const std::string scales = rows_of("scales", "x");
+  if (!scales.empty())
+    s += "\n### Input scales\n\nx ~ N(0, 1), N(0, 2), N(0, 3) with a N(0, 1) "
+         "bias, and tail-only (every pre-activation in [-10, -3.875]: where the "
+         "exact tail path runs; bias ops: x in [-9, -4.875], bias in [-1, 1)); "
+         "f32. Every scale of an op, size and thread count ran in the same "
+         "interleaved rounds (ours and oneDNN on each, then the copy): the "
+         "kernel cliffs section gives each scale's elements/s over N(0, 1)'s. "
+         "PyTorch draws the same distributions in python.\n\n" +
+         scales;
+  const std::string shapes = rows_of("shapes", "shape");
+  if (!shapes.empty())
+    s += "\n### Shapes: narrow and wide rows\n\nThe row ops with a last "
+         "dimension of 8 and of 65536 (geglu: of each half), default inputs, "
+         "f32; compare ns/elem with gelu's and gelu_backward's at the same size "
+         "above.\n\n" +
+         shapes;
+  return s;
 }
 
 std::string cliffs_section(const Report& r) {
@@ -145,12 +179,16 @@ std::string cliffs_section(const Report& r) {
                     std::to_string(c.threads), fmt("%.3f", c.baseline.median / c.n),
                     fmt("%.3f", c.variant.median / c.n), fmt("x%.2f", c.ratio()),
                     fmt(">= %.1f", c.target) + (c.ratio() >= c.target ? " met" : " MISSED")});
-  return "## Kernel cliffs: storage dtypes and tail-only inputs\n\n"
+  return "## Kernel cliffs: storage dtypes and input scales\n\n"
          "Elements/s of the variant over the baseline, both timed in the same "
          "interleaved rounds (medians). Storage: bf16/f16 over f32 at the largest "
-         "size (they move half the bytes). Inputs: x in [-14, -4] (the deep negative "
-         "tail, taken by the exp path) over x ~ N(0, 1), f32, 1 thread, at 256K "
-         "(in cache: the arithmetic alone) and at the largest size.\n\n" +
+         "size (they move half the bytes). Input scales: x ~ N(0, 2), N(0, 3) and "
+         "tail-only (every pre-activation in [-10, -3.875], taken by the exact tail "
+         "path) over x ~ N(0, 1), bias ~ N(0, 1), f32, at 256K (in cache: the "
+         "arithmetic alone) and at the largest size; the throughput section's "
+         "form from its input-scale rounds (every op and thread count there), the "
+         "other forms for gelu and gelu_backward on 1 thread. Targets: 0.7 for "
+         "N(0, 2) and N(0, 3) (tanh 0.6), 0.5 for tail-only.\n\n" +
          table({"ratio", "op", "form", "size", "thr", "baseline ns/elem",
                 "variant ns/elem", "ratio", "target"},
                rows);
@@ -207,6 +245,8 @@ std::string json(const Report& r) {
       << jstr(op_decl(t.op).family()) << ", \"backward\": " << (op_decl(t.op).is_backward() ? "true" : "false")
       << ", \"form\": " << jstr(approx_name(t.form)) << ", \"dtype\": " << jstr(dtype_name(t.dtype))
       << ", \"n\": " << t.n << ", \"threads\": " << t.threads << ", \"bytes\": " << t.bytes
+      << ", \"table\": " << jstr(t.table) << ", \"inputs\": " << jstr(t.inputs)
+      << ", \"cols\": " << t.cols
       << ", \"ours\": " << jstat(t.ours) << ", \"copy\": " << jstat(t.copy)
       << ", \"onednn\": " << jpeer(t.onednn) << ", \"torch\": " << jpeer(t.torch) << "}";
   }

@@ -108,6 +108,7 @@ void run_throughput(const Settings& s, TorchPeer* torch, Report& r) {
             const TimingPolicy p = policy_for(n, s.quick);
             const std::vector<Stat> st = time_interleaved(fns, p);
             ThroughputRow row{op, form, t, n, threads, bytes, st[0], st.back(), {}, {}};
+            row.cols = shape.cols;
             if (peer) row.onednn.t = st[1];
             else row.onednn.note = why;
             row.torch.note = s.peers ? "not run" : "--no-peers";
@@ -159,7 +160,7 @@ void fill_torch(const Settings& s, const TorchPeer& torch,
     }
   }
   for (ThroughputRow& t : r.throughput)
-    if (s.peers) t.torch = torch.throughput(t.op, t.form, t.dtype, t.n, t.threads);
+    if (s.peers) t.torch = torch.throughput(t);
   if (s.peers) {
     OverheadRow o{"PyTorch", "torch._C._nn.gelu(out=) from python, 1 f32 element",
                   torch.overhead_ns(), torch.note()};

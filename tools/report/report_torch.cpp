@@ -65,12 +65,14 @@ int TorchPeer::add_accuracy(const Case& c, Approx form) {
 
 void TorchPeer::add_throughput(OpId op, Approx form, DType t, Shape s,
                                int threads, int64_t copy_bytes,
-                               const TimingPolicy& p) {
+                               const TimingPolicy& p, const InputScale* scale) {
   std::ostringstream l;
   l << "tp " << op_decl(op).name << ' ' << approx_name(form) << ' '
     << dtype_name(t) << ' ' << s.rows << ' ' << s.cols << ' ' << threads
     << ' ' << copy_bytes << ' ' << p.min_rounds << ' ' << p.max_rounds << ' '
-    << p.budget_ns / 1e6;
+    << p.budget_ns / 1e6 << ' ' << (scale ? scale->name : "default") << ' ';
+  if (scale) l << scale->sigma;
+  else l << '-';
   request_.push_back(l.str());
   ++tp_jobs_;
 }
@@ -116,10 +118,10 @@ bool TorchPeer::run() {
       acc_[id] = status == "ok" ? "" : rest(l);
     }
     if (kind == "tp") {
-      std::string op, form, dt, status;
-      int64_t n;
+      std::string op, form, dt, inputs, status;
+      int64_t n, cols;
       int threads;
-      l >> op >> form >> dt >> n >> threads >> status;
+      l >> op >> form >> dt >> n >> threads >> cols >> inputs >> status;
       PeerTime pt;
       if (status == "ok") {
         pt.t = read_stat(l);
@@ -129,7 +131,7 @@ bool TorchPeer::run() {
       } else {
         pt.note = rest(l);
       }
-      tp_[{op, form, dt, n, threads}] = pt;
+      tp_[{op, form, dt, n, threads, cols, inputs}] = pt;
     }
     if (kind == "ovh") {
       std::string status;
@@ -161,9 +163,9 @@ bool TorchPeer::accuracy_output(int id, Case& c, std::string* why) const {
   return true;
 }
 
-PeerTime TorchPeer::throughput(OpId op, Approx form, DType t, int64_t n,
-                               int threads) const {
-  auto it = tp_.find({op_decl(op).name, approx_name(form), dtype_name(t), n, threads});
+PeerTime TorchPeer::throughput(const ThroughputRow& r) const {
+  auto it = tp_.find({op_decl(r.op).name, approx_name(r.form), dtype_name(r.dtype), r.n,
+                      r.threads, r.cols, r.inputs});
   if (it != tp_.end()) return it->second;
   PeerTime pt;
   pt.note = note_.empty() ? "no result" : note_;

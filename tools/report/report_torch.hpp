@@ -23,8 +23,11 @@ class TorchPeer {
 
   // Writes the case's inputs for the script; returns the job id.
   int add_accuracy(const Case& c, Approx form);
+  // `scale`: the inputs of an input-scale row (report_scales.hpp), or null
+  // for the default inputs (x ~ N(0, 1), b in [-0.5, 0.5)).
   void add_throughput(OpId, Approx, DType, Shape, int threads,
-                      int64_t copy_bytes, const TimingPolicy&);
+                      int64_t copy_bytes, const TimingPolicy&,
+                      const InputScale* scale = nullptr);
   void add_overhead();
   int throughput_jobs() const { return tp_jobs_; }
 
@@ -37,7 +40,9 @@ class TorchPeer {
   // Reads job `id`'s output into c.out; false with *why when PyTorch has no
   // figure for it.
   bool accuracy_output(int id, Case& c, std::string* why) const;
-  PeerTime throughput(OpId, Approx, DType, int64_t n, int threads) const;
+  // The row's figures, by its op, form, dtype, size, threads, last
+  // dimension and inputs (ThroughputRow::cols, ::inputs).
+  PeerTime throughput(const ThroughputRow&) const;
   std::optional<double> overhead_ns() const { return overhead_; }
 
  private:
@@ -45,7 +50,8 @@ class TorchPeer {
   std::vector<std::string> request_;
   int next_id_ = 0, tp_jobs_ = 0;
   std::map<int, std::string> acc_;  // id -> "" (ok) or the reason
-  std::map<std::tuple<std::string, std::string, std::string, int64_t, int>,
+  std::map<std::tuple<std::string, std::string, std::string, int64_t, int, int64_t,
+                      std::string>,
            PeerTime>
       tp_;
   std::optional<double> overhead_;

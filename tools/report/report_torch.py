@@ -6,7 +6,12 @@ Usage: report_torch.py REQUEST RESULT [PACKAGE_DIR]
 REQUEST holds one job a line:
   acc ID OP FORM DTYPE ROWS COLS DIR    run OP once on DIR/acc_ID_{x,b,dy}.bin,
                                         write DIR/acc_ID_out.bin
-  tp OP FORM DTYPE ROWS COLS THREADS COPY_BYTES MIN_ROUNDS MAX_ROUNDS BUDGET_MS
+  tp OP FORM DTYPE ROWS COLS THREADS COPY_BYTES MIN_ROUNDS MAX_ROUNDS BUDGET_MS INPUTS SIGMA
+                                        INPUTS "default" (x ~ N(0, 1), b in
+                                        [-0.5, 0.5)) or an input scale's name
+                                        with its SIGMA (report_common.hpp:
+                                        x ~ N(0, SIGMA^2), b ~ N(0, 1); SIGMA 0:
+                                        tail-only)
   ovh                                   per-call overhead of a 1-element gelu
 RESULT gets one line per job: "... ok FIGURES" or "... na REASON".
 With PACKAGE_DIR (build/python, where the adapter is built), a tp job also
@@ -34,6 +39,7 @@ import sys
 import time
 
 MIN_SAMPLE_NS = 100e3
+TAIL_LO, TAIL_HI = -10.0, -3.875  # kTailLo, kTailHi (report_common.hpp)
 SLOW_CALL_NS = 0.5e9  # as report_timing.hpp
 
 
@@ -70,8 +76,25 @@ def main():
     gelu_out = torch._C._nn.gelu
     gelu_bwd_out = torch.ops.aten.gelu_backward.grad_input
 
-    def tensors(op, dt, rows, cols, load=None):
-        """The case's tensors, as report_case.hpp lays them out."""
+    def values(k, s, dt, sigma, has_b):
+        """Input k ("x", "b", "dy") of shape s, drawn as report_case.cpp draws
+        it: by default x ~ N(0, 1), b in [-0.5, 0.5), dy in [-1, 1); with an
+        input scale (fill_inputs) x ~ N(0, sigma^2), b ~ N(0, 1), or with
+        sigma 0 tail-only: x (or x + b) in [TAIL_LO, TAIL_HI]."""
+        if sigma == 0 and k != "dy":
+            margin = 1.0 if has_b else 0.0
+            lo, hi = {"x": (TAIL_LO + margin, TAIL_HI - margin), "b": (-1.0, 1.0)}[k]
+            return torch.empty(s).uniform_(lo, hi).to(dtypes[dt][0])
+        if sigma is not None and k in ("x", "b"):
+            return (torch.randn(s) * (sigma if k == "x" else 1.0)).to(dtypes[dt][0])
+        if k == "x":
+            return torch.randn(s).to(dtypes[dt][0])
+        lim = {"b": 0.5, "dy": 1.0}[k]
+        return torch.empty(s, dtype=dtypes[dt][0]).uniform_(-lim, lim)
+
+    def tensors(op, dt, rows, cols, load=None, sigma=None):
+        """The case's tensors, as report_case.hpp lays them out, filled as
+        report_case.cpp fills them (sigma: fill_inputs' input scale)."""
         geglu = op.startswith("geglu")
         shapes = {"x": (rows, 2 * cols) if geglu else (rows, cols),
                   "out": (rows, 2 * cols) if op == "geglu_backward" else (rows, cols)}
@@ -89,11 +112,7 @@ def main():
             elif k == "out":
                 t[k] = torch.zeros(s, dtype=dtypes[dt][0])
             else:
-                if k == "x":  # N(0, 1), as the C++ side
-                    t[k] = torch.randn(s).to(dtypes[dt][0])
-                else:
-                    lim = {"b": 0.5, "dy": 1.0}[k]
-                    t[k] = torch.empty(s, dtype=dtypes[dt][0]).uniform_(-lim, lim)
+                t[k] = values(k, s, dt, sigma, "b" in shapes)
         return t
 
     def composition(op, form, t):
@@ -217,7 +236,8 @@ def main():
             op, form, dt = j[1], j[2], j[3]
             rows, cols, threads, copy_bytes = int(j[4]), int(j[5]), int(j[6]), int(j[7])
             min_r, max_r, budget = int(j[8]), int(j[9]), float(j[10]) * 1e6
-            head = "tp %s %s %s %d %d" % (op, form, dt, rows * cols, threads)
+            inputs, sigma = j[11], (None if j[12] == "-" else float(j[12]))
+            head = "tp %s %s %s %d %d %d %s" % (op, form, dt, rows * cols, threads, cols, inputs)
             tp_done += 1
             if tp_done > 1 and (tp_done % 16 == 1 or tp_done == tp_total):
                 el = time.time() - tp_start
@@ -241,11 +261,18 @@ def main():
                 torch.set_num_threads(threads)
                 if cache.get("key") != (op, form, dt, rows, cols):  # reuse across threads
                     cache.clear()
-                    t = tensors(op, dt, rows, cols)
-                    cache.update(key=(op, form, dt, rows, cols), fn=composition(op, form, t),
+                    t = tensors(op, dt, rows, cols, sigma=sigma)
+                    cache.update(key=(op, form, dt, rows, cols), t=t, inputs=inputs,
+                                 fn=composition(op, form, t),
                                  ours=ours(op, form, t) if ours_ops else None,
                                  src=torch.ones(copy_bytes, dtype=torch.uint8),
                                  dst=torch.empty(copy_bytes, dtype=torch.uint8))
+                elif cache["inputs"] != inputs:  # another input scale: refill x, b in place
+                    t = cache["t"]
+                    for k in ("x", "b"):
+                        if k in t:
+                            t[k].copy_(values(k, t[k].shape, dt, sigma, "b" in t))
+                    cache.update(inputs=inputs, fn=composition(op, form, t))
                 fn, src, dst = cache["fn"], cache["src"], cache["dst"]
                 fns = [fn] + ([cache["ours"]] if cache["ours"] else [])
                 s = interleaved(fns + [lambda: dst.copy_(src)], min_r, max_r, budget)
