@@ -7,6 +7,9 @@ namespace {
 
 using S = ShapeRule;
 using T = DTypeRule;
+// The backward ops' optional output: the forward's value, recomputed in the
+// same pass (TensorDecl::optional).
+constexpr bool kOptional = true;
 
 constexpr AttrDecl kAttrs[] = {
     {"approximate", "str", "'none'",
@@ -19,8 +22,12 @@ constexpr OpDecl kOps[] = {
      {{"x", false, S::primary}, {"y", true, S::same}}, 2, PrimaryRule::any,
      "y = gelu(x)", "gelu_backward", nullptr, nullptr},
     {OpId::gelu_backward, "gelu_backward",
-     {{"dy", false, S::same}, {"x", false, S::primary}, {"dx", true, S::same}},
-     3, PrimaryRule::any, "dx = dy * gelu'(x)", nullptr, "gelu", "x"},
+     {{"dy", false, S::same},
+      {"x", false, S::primary},
+      {"dx", true, S::same},
+      {"y", true, S::same, T::same, kOptional}},
+     4, PrimaryRule::any, "dx = dy * gelu'(x); optionally y = gelu(x)",
+     nullptr, "gelu", "x"},
     {OpId::bias_gelu, "bias_gelu",
      {{"x", false, S::primary},
       {"bias", false, S::last_dim},
@@ -32,10 +39,12 @@ constexpr OpDecl kOps[] = {
       {"x", false, S::primary},
       {"bias", false, S::last_dim},
       {"dx", true, S::same},
-      {"dbias", true, S::last_dim, T::same_or_f32}},
-     5, PrimaryRule::rank_ge_1,
-     "dx = dy * gelu'(x + bias); dbias = sum of dx over leading dims", nullptr,
-     "bias_gelu", "x, bias"},
+      {"dbias", true, S::last_dim, T::same_or_f32},
+      {"y", true, S::same, T::same, kOptional}},
+     6, PrimaryRule::rank_ge_1,
+     "dx = dy * gelu'(x + bias); dbias = sum of dx over leading dims; "
+     "optionally y = gelu(x + bias)",
+     nullptr, "bias_gelu", "x, bias"},
     {OpId::add_gelu, "add_gelu",
      {{"a", false, S::primary}, {"b", false, S::same}, {"y", true, S::same}},
      3, PrimaryRule::any, "y = gelu(a + b)", "add_gelu_backward", nullptr,
@@ -55,10 +64,12 @@ constexpr OpDecl kOps[] = {
     {OpId::geglu_backward, "geglu_backward",
      {{"dy", false, S::half_last},
       {"x", false, S::primary},
-      {"dx", true, S::same}},
-     3, PrimaryRule::rank_ge_1_even_last,
+      {"dx", true, S::same},
+      {"y", true, S::half_last, T::same, kOptional}},
+     4, PrimaryRule::rank_ge_1_even_last,
      "dx[..., :H] = dy * x[..., H:] * gelu'(x[..., :H]); "
-     "dx[..., H:] = dy * gelu(x[..., :H])",
+     "dx[..., H:] = dy * gelu(x[..., :H]); "
+     "optionally y = gelu(x[..., :H]) * x[..., H:]",
      nullptr, "geglu", "x"},
 };
 
@@ -94,7 +105,9 @@ std::string describe_ops() {
       const TensorDecl& t = op.tensors[i];
       out << "    " << (t.output ? "out " : "in  ") << t.name << ": "
           << shape_rule_text(t.shape)
-          << (t.dtype == T::same_or_f32 ? ", dtype same or f32" : "") << "\n";
+          << (t.dtype == T::same_or_f32 ? ", dtype same or f32" : "")
+          << (t.optional ? ", optional (TensorRef{}: not requested)" : "")
+          << "\n";
     }
     if (op.primary_rule == PrimaryRule::rank_ge_1)
       out << "    requires rank >= 1\n";

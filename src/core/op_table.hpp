@@ -41,6 +41,9 @@ struct TensorDecl {
   bool output;
   ShapeRule shape;
   DTypeRule dtype = DTypeRule::same;
+  // An optional output may be absent: null data and no shape (TensorRef{}).
+  // Present, it follows every rule of an output.
+  bool optional = false;
 };
 
 struct AttrDecl {
@@ -50,7 +53,7 @@ struct AttrDecl {
   const char* meaning;
 };
 
-inline constexpr int kMaxTensors = 5;
+inline constexpr int kMaxTensors = 6;
 
 struct OpDecl {
   OpId id;

@@ -79,8 +79,18 @@ double* partial_sums(size_t count, std::unique_ptr<double[]>& owned) {
   return kept.get();
 }
 
+// The streams a kernel reads or writes per position: the tensors present
+// (an optional output not requested is no stream).
+template <size_t K>
+int streams(const TensorArg (&args)[K]) {
+  int k = 0;
+  for (const TensorArg& a : args) k += a.data != nullptr;
+  return k;
+}
+
 // An element-wise op: validate, then run kernel(dtype, first, count) over
-// the plan's chunks. Its K tensors are the streams the plan sizes tiles by.
+// the plan's chunks. Its tensors present are the streams the plan sizes
+// tiles by.
 template <size_t K, class Kernel>
 void eltwise(OpId id, const TensorArg (&args)[K], const Options& o,
              Kernel&& kernel) {
@@ -88,9 +98,12 @@ void eltwise(OpId id, const TensorArg (&args)[K], const Options& o,
   const int64_t n = numel(*args[0].shape);
   if (n == 0) return;
   const DType t = args[0].dtype;
-  run_tasks(plan_for(1, n, t, static_cast<int>(K), o), 1, n,
+  run_tasks(plan_for(1, n, t, streams(args), o), 1, n,
             [&](int64_t, int64_t, int64_t c0, int64_t nc) { kernel(t, c0, nc); });
 }
+
+// Element `i` of an optional output, or null where it is absent.
+char* at_or_null(void* p, DType t, int64_t i) { return p ? at(p, t, i) : nullptr; }
 
 }  // namespace
 
@@ -102,10 +115,16 @@ void gelu(ConstTensorRef x, TensorRef y, const Options& o) {
 
 void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
                    const Options& o) {
-  eltwise(OpId::gelu_backward, {arg(dy), arg(x), arg(dx)}, o,
+  gelu_backward(dy, x, dx, TensorRef{}, o);
+}
+
+void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                   TensorRef y, const Options& o) {
+  eltwise(OpId::gelu_backward, {arg(dy), arg(x), arg(dx), arg(y)}, o,
           [&](DType t, int64_t c0, int64_t nc) {
             cpu::gelu_bwd(o.approximate, t, nc, at(dy.data, t, c0),
-                          at(x.data, t, c0), at(dx.data, t, c0));
+                          at(x.data, t, c0), at(dx.data, t, c0),
+                          at_or_null(y.data, t, c0));
           });
 }
 
@@ -147,7 +166,14 @@ void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y,
 void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
                         ConstTensorRef bias, TensorRef dx, TensorRef dbias,
                         const Options& o) {
-  const TensorArg args[] = {arg(dy), arg(x), arg(bias), arg(dx), arg(dbias)};
+  bias_gelu_backward(dy, x, bias, dx, dbias, TensorRef{}, o);
+}
+
+void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
+                        ConstTensorRef bias, TensorRef dx, TensorRef dbias,
+                        TensorRef y, const Options& o) {
+  const TensorArg args[] = {arg(dy),     arg(x),     arg(bias),
+                            arg(dx),     arg(dbias), arg(y)};
   core::validate(OpId::bias_gelu_backward, args, o);
   const DType t = x.dtype;
   const int64_t cols = last_dim(x.shape);
@@ -161,7 +187,7 @@ void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
   // Per row block, per column: the block's sum of dx. Row blocks do not
   // depend on the thread count and are combined in block order below, so
   // dbias is bit-identical for any number of threads.
-  const Plan p = plan_for(rows, cols, t, 3, o, core::kMaxDbiasRowTasks);
+  const Plan p = plan_for(rows, cols, t, y.data ? 4 : 3, o, core::kMaxDbiasRowTasks);
   // Every block's row of sums is stored by its kernel call, so the buffer
   // needs no initialisation.
   std::unique_ptr<double[]> owned;
@@ -171,7 +197,8 @@ void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
     const int64_t i0 = r0 * cols + c0;
     cpu::bias_bwd(o.approximate, t, nr, nc, cols, at(dy.data, t, i0),
                   at(x.data, t, i0), at(bias.data, t, c0), at(dx.data, t, i0),
-                  partial + (r0 / p.row_block) * cols + c0);
+                  partial + (r0 / p.row_block) * cols + c0,
+                  at_or_null(y.data, t, i0));
   });
   // sums_to adds the blocks in block order per column, rounds once to f32
   // and stores dbias in its dtype, in one vector pass: scalar loops and an
@@ -198,18 +225,24 @@ void geglu(ConstTensorRef x, TensorRef y, const Options& o) {
 
 void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
                     const Options& o) {
-  const TensorArg args[] = {arg(dy), arg(x), arg(dx)};
+  geglu_backward(dy, x, dx, TensorRef{}, o);
+}
+
+void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                    TensorRef y, const Options& o) {
+  const TensorArg args[] = {arg(dy), arg(x), arg(dx), arg(y)};
   core::validate(OpId::geglu_backward, args, o);
   const int64_t n = numel(x.shape);
   if (n == 0) return;
   const DType t = x.dtype;
   const int64_t h = last_dim(x.shape) / 2, rows = n / (2 * h);
-  run_tasks(plan_for(rows, h, t, 5, o), rows, h,
+  run_tasks(plan_for(rows, h, t, y.data ? 6 : 5, o), rows, h,
             [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
               cpu::geglu_bwd(o.approximate, t, nr, nc, h,
                              at(dy.data, t, r0 * h + c0),
                              at(x.data, t, r0 * 2 * h + c0),
-                             at(dx.data, t, r0 * 2 * h + c0));
+                             at(dx.data, t, r0 * 2 * h + c0),
+                             at_or_null(y.data, t, r0 * h + c0));
             });
 }
 

@@ -16,10 +16,14 @@
 
 namespace gelu::cpu {
 
+// The backward kernels' y (null: not requested) also gets the forward's
+// result for the same positions, from the same pass: gelu(x), gelu(x + bias),
+// gelu(value half) * gate half (y laid out as dy).
+
 // Element-wise over n elements.
 void gelu_fwd(Approx, DType, int64_t n, const void* x, void* y);
 void gelu_bwd(Approx, DType, int64_t n, const void* dy, const void* x,
-              void* dx);
+              void* dx, void* y = nullptr);
 void add_fwd(Approx, DType, int64_t n, const void* a, const void* b, void* y);
 void add_bwd(Approx, DType, int64_t n, const void* dy, const void* a,
              const void* b, void* dx);
@@ -35,7 +39,7 @@ void bias_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
 // sums in a fixed order.
 void bias_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
               const void* dy, const void* x, const void* bias, void* dx,
-              double* dbias);
+              double* dbias, void* y = nullptr);
 
 // GeGLU over `rows` rows, columns [0, cols) of a row whose gate half begins
 // `h` elements after its value half: x rows are 2h apart, y/dy rows h apart,
@@ -43,7 +47,7 @@ void bias_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
 void geglu_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
                const void* x, void* y);
 void geglu_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
-               const void* dy, const void* x, void* dx);
+               const void* dy, const void* x, void* dx, void* y = nullptr);
 
 // Storage conversions on the kernels' own vector path (bf16/f16 rounded to
 // nearest-even, bit for bit as src/core/convert.hpp).

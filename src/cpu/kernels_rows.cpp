@@ -32,14 +32,19 @@ void BiasFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
 
 void BiasBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
              const void* dy, const void* x, const void* bias, void* dx,
-             double* dbias) {
+             double* dbias, void* y) {
   if (rows == 0) {  // otherwise the first row group stores the sums
     for (int64_t j = 0; j < cols; ++j) dbias[j] = 0.0;
   }
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
-    BiasBackwardRows<decltype(m), S>(rows, cols, stride, CP<S>(dy), CP<S>(x), CP<S>(bias),
-                                     P<S>(dx), dbias);
+    if (y) {
+      BiasBackwardRows<decltype(m), S, kValue>(rows, cols, stride, CP<S>(dy), CP<S>(x),
+                                               CP<S>(bias), P<S>(dx), dbias, P<S>(y));
+    } else {
+      BiasBackwardRows<decltype(m), S>(rows, cols, stride, CP<S>(dy), CP<S>(x), CP<S>(bias),
+                                       P<S>(dx), dbias);
+    }
   });
 }
 
@@ -56,14 +61,16 @@ void GegluFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
 }
 
 void GegluBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
-              const void* dy, const void* x, void* dx) {
+              const void* dy, const void* x, void* dx, void* y) {
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
     for (int64_t r = 0; r < rows; ++r) {
       const auto xr = CP<S>(x) + r * 2 * h;
       const auto dxr = P<S>(dx) + r * 2 * h;
-      Row<decltype(m), S, kGated | kBackward>(
-          cols, {CP<S>(dy) + r * h, xr, xr + h, dxr, dxr + h, nullptr});
+      const Streams<S> st{CP<S>(dy) + r * h, xr, xr + h, dxr, dxr + h, nullptr,
+                          y ? P<S>(y) + r * h : nullptr};
+      if (y) Row<decltype(m), S, kGated | kBackward | kValue>(cols, st);
+      else Row<decltype(m), S, kGated | kBackward>(cols, st);
     }
   });
 }
@@ -89,17 +96,17 @@ void bias_fwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t stride,
 }
 void bias_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t stride,
               const void* dy, const void* x, const void* bias, void* dx,
-              double* dbias) {
+              double* dbias, void* y) {
   HWY_DYNAMIC_DISPATCH(BiasBwd)(a, t, rows, cols, stride, dy, x, bias, dx,
-                                dbias);
+                                dbias, y);
 }
 void geglu_fwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h,
                const void* x, void* y) {
   HWY_DYNAMIC_DISPATCH(GegluFwd)(a, t, rows, cols, h, x, y);
 }
 void geglu_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h,
-               const void* dy, const void* x, void* dx) {
-  HWY_DYNAMIC_DISPATCH(GegluBwd)(a, t, rows, cols, h, dy, x, dx);
+               const void* dy, const void* x, void* dx, void* y) {
+  HWY_DYNAMIC_DISPATCH(GegluBwd)(a, t, rows, cols, h, dy, x, dx, y);
 }
 
 }  // namespace gelu::cpu
