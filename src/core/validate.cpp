@@ -82,7 +82,11 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
   const OpDecl& op = op_decl(id);
-  if (static_cast<int>(args.size()) != op.num_tensors)
+  // Trailing optional outputs may be left out of `args` (absent).
+  int required = op.num_tensors;
+  while (required > 0 && op.tensors[required - 1].optional) --required;
+  if (static_cast<int>(args.size()) < required ||
+      static_cast<int>(args.size()) > op.num_tensors)
     fail(op, "internal: wrong number of tensor arguments");
 
   if (opts.num_threads < 0)
