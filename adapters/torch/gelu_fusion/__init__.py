@@ -14,11 +14,13 @@ import torch
 
 from . import _load  # noqa: F401  (registers torch.ops.gelu_fusion)
 from .functional import add_gelu, bias_gelu, geglu, gelu
+from .gelu_linear import GegluLinear, GeluLinear, bias_gelu_linear, geglu_linear
 from .modules import GELU, LinearBiasGELU
 from .patch import patch
 
 __all__ = ["gelu", "bias_gelu", "add_gelu", "geglu", "GELU", "LinearBiasGELU",
-           "patch", "simd_target"]
+           "patch", "simd_target", "bias_gelu_linear", "geglu_linear", "GeluLinear",
+           "GegluLinear"]
 
 
 def simd_target() -> str:

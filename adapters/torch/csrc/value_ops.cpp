@@ -1,0 +1,84 @@
+// Backward ops that also return the forward's value: torch.ops.gelu_fusion.
+// <op>_and_value, the library's backward with its optional output y
+// requested (include/gelu/gelu.hpp). One pass over x (and bias) writes the
+// gradients and y = the forward op's result, so an autograd node can keep
+// only the pre-activation and get y back for the next layer's weight
+// gradient (gelu_fusion/gelu_linear.py). Called from inside backward
+// functions: no autograd of their own.
+#include <torch/library.h>
+
+#include <tuple>
+#include <vector>
+
+#include "common.hpp"
+
+namespace gelu_torch {
+namespace {
+
+using at::Tensor;
+using c10::string_view;
+
+std::tuple<Tensor, Tensor> gelu_backward_and_value(const Tensor& dy_in, const Tensor& x_in,
+                                                   string_view approximate) {
+  constexpr const char* kOp = "gelu_backward_and_value";
+  const gelu::DType t = dtype_of(kOp, "x", x_in), tdy = dtype_of(kOp, "grad_output", dy_in);
+  const gelu::Options o = options(kOp, approximate);
+  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
+  Tensor dx = new_output(x.sizes(), x), y = new_output(x.sizes(), x);
+  call([&] { gelu::gelu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), ref(y, t), o); });
+  return {dx, y};
+}
+
+// dbias takes the bias's dtype, as bias_gelu_backward's.
+std::tuple<Tensor, Tensor, Tensor> bias_gelu_backward_and_value(const Tensor& dy_in,
+                                                                const Tensor& x_in,
+                                                                const Tensor& bias_in,
+                                                                string_view approximate) {
+  constexpr const char* kOp = "bias_gelu_backward_and_value";
+  const gelu::DType t = dtype_of(kOp, "x", x_in), tdy = dtype_of(kOp, "grad_output", dy_in),
+                    tb = dtype_of(kOp, "bias", bias_in);
+  const gelu::Options o = options(kOp, approximate);
+  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous(), bias = bias_in.contiguous();
+  Tensor dx = new_output(x.sizes(), x), dbias = new_output(bias.sizes(), bias),
+         y = new_output(x.sizes(), x);
+  call([&] {
+    gelu::bias_gelu_backward(cref(dy, tdy), cref(x, t), cref(bias, tb), ref(dx, t),
+                             ref(dbias, tb), ref(y, t), o);
+  });
+  return {dx, dbias, y};
+}
+
+std::tuple<Tensor, Tensor> geglu_backward_and_value(const Tensor& dy_in, const Tensor& x_in,
+                                                    string_view approximate) {
+  constexpr const char* kOp = "geglu_backward_and_value";
+  const gelu::DType t = dtype_of(kOp, "x", x_in), tdy = dtype_of(kOp, "grad_output", dy_in);
+  const gelu::Options o = options(kOp, approximate);
+  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
+  // y's shape is x's with the last dimension halved; a 0-d x keeps [] so
+  // the library reports the rank error.
+  std::vector<int64_t> ys(x.sizes().begin(), x.sizes().end());
+  if (!ys.empty()) ys.back() /= 2;
+  Tensor dx = new_output(x.sizes(), x), y = new_output(ys, x);
+  call([&] { gelu::geglu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), ref(y, t), o); });
+  return {dx, y};
+}
+
+}  // namespace
+}  // namespace gelu_torch
+
+// Each returns the backward op's results followed by y, the forward op's
+// result recomputed in the same pass.
+TORCH_LIBRARY_FRAGMENT(gelu_fusion, m) {
+  m.def("gelu_backward_and_value(Tensor grad_output, Tensor x, *, "
+        "str approximate='none') -> (Tensor grad_x, Tensor y)");
+  m.def("bias_gelu_backward_and_value(Tensor grad_output, Tensor x, Tensor bias, *, "
+        "str approximate='none') -> (Tensor grad_x, Tensor grad_bias, Tensor y)");
+  m.def("geglu_backward_and_value(Tensor grad_output, Tensor x, *, "
+        "str approximate='none') -> (Tensor grad_x, Tensor y)");
+}
+
+TORCH_LIBRARY_IMPL(gelu_fusion, CPU, m) {
+  m.impl("gelu_backward_and_value", &gelu_torch::gelu_backward_and_value);
+  m.impl("bias_gelu_backward_and_value", &gelu_torch::bias_gelu_backward_and_value);
+  m.impl("geglu_backward_and_value", &gelu_torch::geglu_backward_and_value);
+}

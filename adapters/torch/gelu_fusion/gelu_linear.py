@@ -1,0 +1,156 @@
+"""GELU -> Linear (and GeGLU -> Linear) as one autograd node that keeps the
+pre-activation and never the GELU's output: activation memory saving.
+
+In ``linear(gelu(h + b1), W2, b2)`` PyTorch keeps both h (for the GELU's
+backward) and y = gelu(h + b1) (for W2's gradient). y is a pure function of
+h, so this node keeps only h (and b1, W2), frees y right after the forward's
+matmul and gets it back in the backward from the fused GELU backward pass,
+which reads h once and writes dh, db1 and y together
+(``torch.ops.gelu_fusion.bias_gelu_backward_and_value``). The results are
+the same as the unfused modules', with the memory of one [..., hidden]
+tensor less per block.
+
+    z = bias_gelu_linear(h, b1, W2, b2)   # h = x @ W1.T, its own autograd
+    z = geglu_linear(x2h, W2, b2)         # linear(geglu(x2h), W2, b2)
+
+``GeluLinear`` and ``GegluLinear`` wrap existing Linear modules (sharing
+their Parameters). Double backward is not supported: a backward with
+create_graph=True raises, naming the node.
+"""
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .modules import _check_approximate
+
+_ops = torch.ops.gelu_fusion
+
+
+def _value(h: Tensor, bias1: Optional[Tensor], approximate: str, gated: bool) -> Tensor:
+    if gated:
+        return _ops.geglu(h, approximate=approximate)
+    if bias1 is None:
+        return _ops.gelu(h, approximate=approximate)
+    return _ops.bias_gelu(h, bias1, approximate=approximate)
+
+
+class _ActivationLinear(torch.autograd.Function):
+    """z = linear(act(h [+ bias1]), weight2, bias2); saves h, bias1, weight2."""
+
+    @staticmethod
+    def forward(ctx, h, bias1, weight2, bias2, approximate, gated):
+        y = _value(h, bias1, approximate, gated)
+        z = F.linear(y, weight2, bias2)
+        del y  # the matmul has consumed it; the backward recomputes it
+        ctx.save_for_backward(h, bias1, weight2)
+        ctx.approximate = approximate
+        ctx.gated = gated
+        return z
+
+    @staticmethod
+    def backward(ctx, dz):
+        if torch.is_grad_enabled():  # backward(create_graph=True)
+            raise RuntimeError(
+                "gelu_fusion.bias_gelu_linear/geglu_linear: double backward is not "
+                "supported (create_graph=True); its backward is one fused kernel "
+                "pass without a derivative. Use the unfused modules for "
+                "higher-order gradients.")
+        h, bias1, weight2 = ctx.saved_tensors
+        need_h, need_b1, need_w2, need_b2 = ctx.needs_input_grad[:4]
+        a = ctx.approximate
+        dh = db1 = dw2 = db2 = None
+        dz2 = dz.reshape(-1, dz.shape[-1])
+        if need_h or need_b1:
+            dy = torch.matmul(dz, weight2)
+            if ctx.gated:
+                dh, y = _ops.geglu_backward_and_value(dy, h, approximate=a)
+            elif bias1 is None:
+                dh, y = _ops.gelu_backward_and_value(dy, h, approximate=a)
+            else:
+                dh, db1, y = _ops.bias_gelu_backward_and_value(dy, h, bias1, approximate=a)
+            del dy
+        elif need_w2:  # only W2's gradient: y alone, from the forward op
+            y = _value(h, bias1, a, ctx.gated)
+        if need_w2:
+            dw2 = dz2.t().mm(y.reshape(-1, y.shape[-1]))
+        if need_b2:
+            db2 = dz2.sum(0)
+        return (dh if need_h else None, db1 if need_b1 else None, dw2, db2, None, None)
+
+
+def _apply(h, bias1, weight2, bias2, approximate, gated):
+    _check_approximate(approximate)
+    if torch.is_autocast_cpu_enabled():
+        # As autocast runs the unfused modules: the matmul in the autocast
+        # dtype, the GELU in its input's dtype (h is the first Linear's
+        # autocast output). The casts stay outside the node so their
+        # gradients flow back to the f32 Parameters.
+        t = torch.get_autocast_cpu_dtype()
+        cast = lambda v: None if v is None else v.to(t)  # noqa: E731
+        with torch.autocast("cpu", enabled=False):
+            return _ActivationLinear.apply(cast(h), cast(bias1), cast(weight2),
+                                           cast(bias2), approximate, gated)
+    if bias1 is not None and bias1.dtype != h.dtype:
+        bias1 = bias1.to(h.dtype)
+    return _ActivationLinear.apply(h, bias1, weight2, bias2, approximate, gated)
+
+
+def bias_gelu_linear(h: Tensor, bias1: Optional[Tensor], weight2: Tensor,
+                     bias2: Optional[Tensor] = None, approximate: str = "none") -> Tensor:
+    """linear(gelu(h + bias1), weight2, bias2), keeping h but not the GELU's
+    output for the backward. bias1 (1-D, h's last dim) and bias2 may be None."""
+    return _apply(h, bias1, weight2, bias2, approximate, False)
+
+
+def geglu_linear(x: Tensor, weight2: Tensor, bias2: Optional[Tensor] = None,
+                 approximate: str = "none") -> Tensor:
+    """linear(geglu(x), weight2, bias2), x [..., 2H] -> [..., out], keeping x
+    but not geglu(x) for the backward."""
+    return _apply(x, None, weight2, bias2, approximate, True)
+
+
+class GeluLinear(nn.Module):
+    """fc2(gelu(fc1(x))) with the GELU's output not kept for the backward.
+
+    fc1 runs as a bias-free matmul (its own autograd, its input kept as
+    usual); its bias, the GELU and fc2 are one node (bias_gelu_linear).
+    Wraps the given Linears' Parameters (shared, not copied): state_dict
+    keys are ``fc1.*`` and ``fc2.*``.
+    """
+
+    def __init__(self, fc1: nn.Linear, fc2: nn.Linear, approximate: str = "none") -> None:
+        super().__init__()
+        _check_approximate(approximate)
+        if fc2.in_features != fc1.out_features:
+            raise ValueError(f"GeluLinear: fc2.in_features is {fc2.in_features}, expected "
+                             f"{fc1.out_features} (fc1.out_features)")
+        self.fc1, self.fc2, self.approximate = fc1, fc2, approximate
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = F.linear(x, self.fc1.weight)
+        return bias_gelu_linear(h, self.fc1.bias, self.fc2.weight, self.fc2.bias,
+                                self.approximate)
+
+    def extra_repr(self) -> str:
+        return "approximate={}".format(repr(self.approximate))
+
+
+class GegluLinear(nn.Module):
+    """fc2(geglu(fc1(x))), fc1 projecting to 2H, with geglu's output not
+    kept for the backward (geglu_linear). Shares the Linears' Parameters."""
+
+    def __init__(self, fc1: nn.Linear, fc2: nn.Linear, approximate: str = "none") -> None:
+        super().__init__()
+        _check_approximate(approximate)
+        if fc1.out_features != 2 * fc2.in_features:
+            raise ValueError(f"GegluLinear: fc1.out_features is {fc1.out_features}, "
+                             f"expected {2 * fc2.in_features} (2 x fc2.in_features)")
+        self.fc1, self.fc2, self.approximate = fc1, fc2, approximate
+
+    def forward(self, x: Tensor) -> Tensor:
+        return geglu_linear(self.fc1(x), self.fc2.weight, self.fc2.bias, self.approximate)
+
+    def extra_repr(self) -> str:
+        return "approximate={}".format(repr(self.approximate))
