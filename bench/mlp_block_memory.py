@@ -65,7 +65,7 @@ def profiler_bytes(block, x):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                                 profile_memory=True) as prof:
         z = block(x)
-    held = sum(e.cpu_memory_usage for e in prof.events() if e.name == "[memory]")
+    held = sum(e.self_cpu_memory_usage for e in prof.events())
     return held - z.storage().nbytes(), z
 
 
