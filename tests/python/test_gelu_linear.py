@@ -272,3 +272,11 @@ def test_modules_check_their_linears():
         gelu_fusion.GegluLinear(nn.Linear(3, 4), nn.Linear(5, 3))
     m = gelu_fusion.GeluLinear(nn.Linear(3, 4), nn.Linear(4, 3))
     assert set(m.state_dict()) == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}
+
+
+def test_from_modules_keeps_the_form():
+    fc1, fc2 = nn.Linear(3, 4), nn.Linear(4, 3)
+    m = gelu_fusion.GeluLinear.from_modules(fc1, nn.GELU(approximate="tanh"), fc2)
+    assert m.approximate == "tanh" and m.fc1 is fc1 and m.fc2 is fc2
+    x = torch.randn(5, 3)
+    torch.testing.assert_close(m(x), fc2(F.gelu(fc1(x), approximate="tanh")))

@@ -128,6 +128,12 @@ class GeluLinear(nn.Module):
                              f"{fc1.out_features} (fc1.out_features)")
         self.fc1, self.fc2, self.approximate = fc1, fc2, approximate
 
+    @classmethod
+    def from_modules(cls, fc1: nn.Linear, gelu: nn.Module, fc2: nn.Linear) -> "GeluLinear":
+        """For fc1 -> gelu -> fc2 with gelu an nn.GELU or gelu_fusion.GELU
+        (its `approximate` is kept): what a graph pass swaps the three for."""
+        return cls(fc1, fc2, getattr(gelu, "approximate", "none"))
+
     def forward(self, x: Tensor) -> Tensor:
         h = F.linear(x, self.fc1.weight)
         return bias_gelu_linear(h, self.fc1.bias, self.fc2.weight, self.fc2.bias,
