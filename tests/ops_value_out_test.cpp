@@ -121,14 +121,19 @@ TEST_P(ValueOut, BiasGeluBackward) {
 }
 
 TEST_P(ValueOut, GegluBackward) {
+  for (GeluHalf half : {GeluHalf::first, GeluHalf::second})
   for (Approx a : kForms)
     for (DType t : kDTypes)
       for (Shape ys : kShapes) {
         Shape xs = ys;
         xs.back() *= 2;
         const int64_t h = ys.back();
-        const std::string w = what("geglu_backward", a, t, xs);
-        const Options o{a, 0};
+        // Offsets in a row of the GELU's half and of its multiplier.
+        const int64_t g = half == GeluHalf::second ? h : 0, u = h - g;
+        const std::string w = what("geglu_backward", a, t, xs) + " gelu_half " +
+                              gelu_half_name(half);
+        Options o{a, 0};
+        o.gelu_half = half;
         Buffer dy(t, ys), x(t, xs), dx(t, xs), y(t, ys), dx0(t, xs), y0(t, ys);
         fill_inputs(dy, 26, 1.0f);
         fill_inputs(x, 27);
@@ -137,7 +142,7 @@ TEST_P(ValueOut, GegluBackward) {
         check_all(y,
                   [&](int64_t i) {
                     const int64_t r = i / h, j = i % h;
-                    return expect_fwd(a, x.get(r * 2 * h + j), x.get(r * 2 * h + h + j));
+                    return expect_fwd(a, x.get(r * 2 * h + g + j), x.get(r * 2 * h + u + j));
                   },
                   bound_ulps(t, kProductRoundingUlp), w + " y");
         geglu_backward(dy.cref(), x.cref(), dx0.ref(), o);
@@ -150,6 +155,66 @@ TEST_P(ValueOut, GegluBackward) {
         expect_same_bits(dx, dx0, w + " dx with y = dy");
         if (HasFailure()) return;
       }
+}
+
+// Every last dimension from 1 to 70 (below, at and past the narrow-row
+// paths' 64 columns, src/cpu/narrow_rows-inl.h) and a few wide ones up to
+// 65536, over several rows and threads: y is the forward op's result bit for
+// bit (f32) and dx, dbias are those of the call without y, every element
+// written.
+TEST_P(ValueOut, EveryRowWidth) {
+  std::vector<int64_t> widths;
+  for (int64_t c = 1; c <= 70; ++c) widths.push_back(c);
+  for (int64_t c : {127, 1000, 4097, 65536}) widths.push_back(c);
+  const DType t = DType::f32;
+  for (int64_t c : widths)
+    for (int threads : {1, 3}) {
+      const int64_t rows = c >= 4096 ? 3 : 37;
+      const Options o{Approx::none, threads};
+      const std::string w = "width " + std::to_string(c) + " threads " +
+                            std::to_string(threads) + " on " + cpu::target_name();
+      const Shape s{rows, c}, g2{rows, 2 * c};
+      {
+        Buffer dy(t, s), x(t, s), dx(t, s), y(t, s), dx0(t, s), y0(t, s);
+        fill_inputs(dy, 41, 1.0f);
+        fill_inputs(x, 42);
+        for (Buffer* b : {&dx, &y, &dx0, &y0}) b->poison();
+        gelu_backward(dy.cref(), x.cref(), dx.ref(), y.ref(), o);
+        gelu_backward(dy.cref(), x.cref(), dx0.ref(), o);
+        gelu(x.cref(), y0.ref(), o);
+        expect_same_bits(y, y0, "gelu_backward " + w + " y against gelu");
+        expect_same_bits(dx, dx0, "gelu_backward " + w + " dx");
+      }
+      {
+        Buffer dy(t, s), x(t, s), bias(t, {c}), dx(t, s), y(t, s), db(t, {c});
+        Buffer dx0(t, s), db0(t, {c}), y0(t, s);
+        fill_inputs(dy, 43, 1.0f);
+        fill_inputs(x, 44);
+        fill_inputs(bias, 45, 1.0f);
+        for (Buffer* b : {&dx, &y, &db, &dx0, &db0, &y0}) b->poison();
+        bias_gelu_backward(dy.cref(), x.cref(), bias.cref(), dx.ref(), db.ref(), y.ref(), o);
+        bias_gelu_backward(dy.cref(), x.cref(), bias.cref(), dx0.ref(), db0.ref(), o);
+        bias_gelu(x.cref(), bias.cref(), y0.ref(), o);
+        expect_same_bits(y, y0, "bias_gelu_backward " + w + " y against bias_gelu");
+        expect_same_bits(dx, dx0, "bias_gelu_backward " + w + " dx");
+        expect_same_bits(db, db0, "bias_gelu_backward " + w + " dbias");
+      }
+      for (GeluHalf half : {GeluHalf::first, GeluHalf::second}) {
+        Options og = o;
+        og.gelu_half = half;
+        const std::string wg = w + " gelu_half " + gelu_half_name(half);
+        Buffer dy(t, s), x(t, g2), dx(t, g2), y(t, s), dx0(t, g2), y0(t, s);
+        fill_inputs(dy, 46, 1.0f);
+        fill_inputs(x, 47);
+        for (Buffer* b : {&dx, &y, &dx0, &y0}) b->poison();
+        geglu_backward(dy.cref(), x.cref(), dx.ref(), y.ref(), og);
+        geglu_backward(dy.cref(), x.cref(), dx0.ref(), og);
+        geglu(x.cref(), y0.ref(), og);
+        expect_same_bits(y, y0, "geglu_backward " + wg + " y against geglu");
+        expect_same_bits(dx, dx0, "geglu_backward " + wg + " dx");
+      }
+      if (HasFailure()) return;
+    }
 }
 
 // Special values through the same pass: the forward's own results.

@@ -2,7 +2,8 @@
 geglu_linear, GeluLinear, GegluLinear) against the unfused modules: values
 and every gradient, every dtype, with and without biases, leading
 dimensions, requires_grad on any subset, under bf16 autocast; what the node
-keeps for the backward; double backward; the *_and_value ops themselves.
+keeps for the backward; double backward and float64; gelu_half='second';
+the *_and_value ops themselves.
 """
 import itertools
 
@@ -220,11 +221,42 @@ def test_block_activation_bytes_measured():
     assert fused_bytes <= 0.56 * torch_bytes, (fused_bytes, torch_bytes)
 
 
-def test_double_backward_raises_clearly():
-    ts = make((3,), 8, 4, torch.float32, True, True, False)
-    z = fused(*ts, "none", False)
-    with pytest.raises(RuntimeError, match="bias_gelu_linear.*double backward is not supported"):
-        torch.autograd.grad(z.sum(), ts[0], create_graph=True)
+@pytest.mark.parametrize("gated", [False, "first", "second"])
+def test_double_backward_and_float64_match_unfused(gated):
+    """create_graph=True: the node's gradients are differentiable (from
+    PyTorch's ops); float64 (no kernel) computes the composition; both
+    checked by gradgradcheck against finite differences."""
+    torch.manual_seed(0)
+    ts = make((3,), 8, 4, torch.float64, True, True, bool(gated))
+    half = gated or "first"
+
+    def f(h, b1, w2, b2):
+        if gated:
+            return gelu_fusion.geglu_linear(h, w2, b2, "tanh", half)
+        return gelu_fusion.bias_gelu_linear(h, b1, w2, b2, "tanh")
+
+    args = tuple(t for t in ts if t is not None)
+    wrap = (lambda h, w2, b2: f(h, None, w2, b2)) if gated else f
+    assert torch.autograd.gradgradcheck(wrap, args)
+    # f32 through the kernels: second derivatives as the unfused modules'.
+    t32 = [None if t is None else t.detach().float().requires_grad_() for t in ts]
+    u32 = [None if t is None else t.detach().float().requires_grad_() for t in ts]
+
+    def unf(h, b1, w2, b2):
+        if gated:
+            a, g = h.chunk(2, dim=-1)
+            if half == "second":
+                a, g = g, a
+            return F.linear(act(a, "tanh") * g, w2, b2)
+        return unfused(h, b1, w2, b2, "tanh", False)
+
+    for fn, ts_ in ((f, t32), (unf, u32)):
+        z = fn(*ts_)
+        (g,) = torch.autograd.grad(z.square().sum(), ts_[0], create_graph=True)
+        g.square().sum().backward()
+    for a, b in zip(t32, u32):
+        if a is not None:
+            torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("approximate", FORMS)

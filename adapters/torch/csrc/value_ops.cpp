@@ -7,6 +7,7 @@
 // functions: no autograd of their own.
 #include <torch/library.h>
 
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -48,11 +49,18 @@ std::tuple<Tensor, Tensor, Tensor> bias_gelu_backward_and_value(const Tensor& dy
   return {dx, dbias, y};
 }
 
+// gelu_half as geglu_backward's: the half of x the GELU applies to.
 std::tuple<Tensor, Tensor> geglu_backward_and_value(const Tensor& dy_in, const Tensor& x_in,
-                                                    string_view approximate) {
+                                                    string_view approximate,
+                                                    string_view gelu_half) {
   constexpr const char* kOp = "geglu_backward_and_value";
   const gelu::DType t = dtype_of(kOp, "x", x_in), tdy = dtype_of(kOp, "grad_output", dy_in);
-  const gelu::Options o = options(kOp, approximate);
+  gelu::Options o = options(kOp, approximate);
+  try {
+    o.gelu_half = gelu::parse_gelu_half(std::string_view(gelu_half.data(), gelu_half.size()));
+  } catch (const gelu::Error& e) {
+    TORCH_CHECK(false, "gelu_fusion::", kOp, ": ", e.what());
+  }
   const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
   // y's shape is x's with the last dimension halved; a 0-d x keeps [] so
   // the library reports the rank error.
@@ -74,7 +82,7 @@ TORCH_LIBRARY_FRAGMENT(gelu_fusion, m) {
   m.def("bias_gelu_backward_and_value(Tensor grad_output, Tensor x, Tensor bias, *, "
         "str approximate='none') -> (Tensor grad_x, Tensor grad_bias, Tensor y)");
   m.def("geglu_backward_and_value(Tensor grad_output, Tensor x, *, "
-        "str approximate='none') -> (Tensor grad_x, Tensor y)");
+        "str approximate='none', str gelu_half='first') -> (Tensor grad_x, Tensor y)");
 }
 
 TORCH_LIBRARY_IMPL(gelu_fusion, CPU, m) {
