@@ -312,3 +312,31 @@ def test_from_modules_keeps_the_form():
     assert m.approximate == "tanh" and m.fc1 is fc1 and m.fc2 is fc2
     x = torch.randn(5, 3)
     torch.testing.assert_close(m(x), fc2(F.gelu(fc1(x), approximate="tanh")))
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16))
+def test_and_value_out_ops_write_y_over_grad_output(dtype):
+    """The .out overloads with y = grad_output (what the node passes):
+    the same dx, dbias and y as the functional ops, y in dY's buffer."""
+    torch.manual_seed(1)
+    ops = torch.ops.gelu_fusion
+    h, b = (torch.randn(5, 7, 33) * 2).to(dtype), torch.randn(33).to(dtype)
+    dy = torch.randn(5, 7, 33).to(dtype)
+    want = ops.bias_gelu_backward_and_value(dy, h, b, approximate="tanh")
+    buf = dy.clone()
+    dx, db = ops.bias_gelu_backward_and_value.out(buf, h, b, approximate="tanh", y=buf)
+    for got, w in zip((dx, db, buf), want):
+        assert torch.equal(got, w)
+    want = ops.gelu_backward_and_value(dy, h)
+    buf = dy.clone()
+    assert torch.equal(ops.gelu_backward_and_value.out(buf, h, y=buf), want[0])
+    assert torch.equal(buf, want[1])
+    x2, g = (torch.randn(5, 7, 66) * 2).to(dtype), dy
+    for half in ("first", "second"):
+        want = ops.geglu_backward_and_value(g, x2, gelu_half=half)
+        buf = g.clone()
+        assert torch.equal(ops.geglu_backward_and_value.out(buf, x2, gelu_half=half, y=buf),
+                           want[0])
+        assert torch.equal(buf, want[1])
+    with pytest.raises(RuntimeError, match="y has shape"):
+        ops.gelu_backward_and_value.out(dy, h, y=torch.empty(3, dtype=dtype))
