@@ -45,6 +45,7 @@ enum : unsigned {
   kDbias = 8,     // dx also feeds dbias: kAccInit or kAccAdd says how
   kAccInit = 16,  // acc = dx (f32, per column): a group's first row
   kAccAdd = 32,   // acc += dx: the group's other rows
+  kValue = 64,    // with kBackward: also store the forward's value to val
 };
 
 // The streams of one Row call; unused ones are null. All hold `count`
@@ -58,6 +59,7 @@ struct Streams {
   T* out;
   T* out2;
   float* acc;
+  T* val = nullptr;  // kValue: the forward's result, recomputed
 };
 
 namespace detail {
@@ -114,10 +116,12 @@ HWY_INLINE hn::Vec<DF> MulExact2(DF df, hn::Vec<DF> a, hn::Vec<DF> b, hn::Vec<DF
 }
 
 // The per-lane op on f32 vectors, x the pre-activation (Step has added x2
-// already for kSum; x2 is otherwise the gate); `out`/`out2` get the results.
+// already for kSum; x2 is otherwise the gate); `out`/`out2` get the results,
+// `val` the forward's result (kValue: the forward's very formula, so the
+// same bits as the forward op with the same Math).
 template <class Math, unsigned F, class DF>
 HWY_INLINE void Compute(DF df, hn::Vec<DF> x, hn::Vec<DF> x2, hn::Vec<DF> dy,
-                        hn::Vec<DF>& out, hn::Vec<DF>& out2) {
+                        hn::Vec<DF>& out, hn::Vec<DF>& out2, hn::Vec<DF>& val) {
   if constexpr ((F & kBackward) == 0) {
     out = Math::Value(df, x);
     if constexpr ((F & kGated) != 0) out = MulTail(df, out, x2);
@@ -126,6 +130,11 @@ HWY_INLINE void Compute(DF df, hn::Vec<DF> x, hn::Vec<DF> x2, hn::Vec<DF> dy,
     Math::ValueAndGrad(df, x, value, grad);
     out = MulExact2(df, dy, x2, grad);
     out2 = MulTail(df, dy, value);
+    if constexpr ((F & kValue) != 0) val = MulTail(df, value, x2);
+  } else if constexpr ((F & kValue) != 0) {
+    hn::Vec<DF> grad;
+    Math::ValueAndGrad(df, x, val, grad);
+    out = MulTail(df, dy, grad);
   } else {
     out = MulTail(df, dy, Math::Grad(df, x));
   }
@@ -191,11 +200,12 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i) {
   constexpr bool kTwo = (F & (kSum | kGated)) != 0;
   constexpr bool kBwd = (F & kBackward) != 0;
   constexpr bool kOut2 = (F & kGated) != 0 && kBwd;
+  constexpr bool kVal = (F & kValue) != 0 && kBwd;
   // Two f32 vectors per step (Load2/Store2 of the storage): one tail check
   // for both, and bf16 converts them together. Named pairs, not arrays: g++
   // 12 keeps a 2-iteration loop over arrays rolled and round-trips every
   // vector through the stack.
-  hn::Vec<DF> xa, xb, x2a, x2b, dya, dyb, outa, outb, out2a, out2b;
+  hn::Vec<DF> xa, xb, x2a, x2b, dya, dyb, outa, outb, out2a, out2b, vala, valb;
   S::Load2(df, s.x + i, xa, xb);
   if constexpr (kTwo) S::Load2(df, s.x2 + i, x2a, x2b);
   if constexpr (kBwd) S::Load2(df, s.dy + i, dya, dyb);
@@ -206,14 +216,15 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i) {
   // One tail check for both vectors (a branch per vector costs ~5%).
   if (HWY_LIKELY(Math::AllCore(df, xa, xb))) {
     using Core = typename Math::CoreOnly;
-    Compute<Core, F>(df, xa, x2a, dya, outa, out2a);
-    Compute<Core, F>(df, xb, x2b, dyb, outb, out2b);
+    Compute<Core, F>(df, xa, x2a, dya, outa, out2a, vala);
+    Compute<Core, F>(df, xb, x2b, dyb, outb, out2b, valb);
   } else {
-    Compute<Math, F>(df, xa, x2a, dya, outa, out2a);
-    Compute<Math, F>(df, xb, x2b, dyb, outb, out2b);
+    Compute<Math, F>(df, xa, x2a, dya, outa, out2a, vala);
+    Compute<Math, F>(df, xb, x2b, dyb, outb, out2b, valb);
   }
   S::Store2(df, outa, outb, s.out + i);
   if constexpr (kOut2) S::Store2(df, out2a, out2b, s.out2 + i);
+  if constexpr (kVal) S::Store2(df, vala, valb, s.val + i);
   if constexpr ((F & (kAccInit | kAccAdd)) != 0) {  // acc is null otherwise
     // Split pairs (kSplitPairs) land as even sums, then odd sums.
     Accumulate<F>(df, outa, s.acc + i);
@@ -241,16 +252,18 @@ template <class Math, class S, unsigned F, class DF>
 HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem) {
   using T = typename S::T;
   HWY_ALIGN T dy[kMaxStep], x[kMaxStep], x2[kMaxStep];
-  HWY_ALIGN T out[kMaxStep], out2[kMaxStep];
+  HWY_ALIGN T out[kMaxStep], out2[kMaxStep], val[kMaxStep];
   HWY_ALIGN float acc[kMaxStep];
   auto at = [i](auto* p) { return p ? p + i : p; };
   const size_t nacc = kSplitPairs<S> ? StepLanes(df) : rem;
   const Streams<S> t{Stage(at(s.dy), dy, rem), Stage(at(s.x), x, rem),
                      Stage(at(s.x2), x2, rem), s.out ? out : nullptr,
-                     s.out2 ? out2 : nullptr, Stage(at(s.acc), acc, nacc)};
+                     s.out2 ? out2 : nullptr, Stage(at(s.acc), acc, nacc),
+                     s.val ? val : nullptr};
   Step<Math, S, F>(df, t, 0);
   if (s.out) std::memcpy(s.out + i, out, rem * sizeof(T));
   if (s.out2) std::memcpy(s.out2 + i, out2, rem * sizeof(T));
+  if (s.val) std::memcpy(s.val + i, val, rem * sizeof(T));
   if (s.acc) std::memcpy(s.acc + i, acc, nacc * sizeof(float));
 }
 
@@ -327,12 +340,13 @@ HWY_INLINE void AddGroupSums(size_t nc, const float* acc, double* sums) {
   }
 }
 
-template <class Math, class S>
+// kExtra: 0, or kValue to also store y = gelu(x + bias) (rows `stride` apart).
+template <class Math, class S, unsigned kExtra = 0>
 HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
                                  const typename S::T* dy, const typename S::T* x,
                                  const typename S::T* bias, typename S::T* dx,
-                                 double* dbias) {
-  constexpr unsigned F = kSum | kBackward | kDbias;
+                                 double* dbias, typename S::T* y = nullptr) {
+  constexpr unsigned F = kSum | kBackward | kDbias | kExtra;
   HWY_ALIGN float acc[kDbiasTile];
   for (size_t c0 = 0; c0 < cols; c0 += kDbiasTile) {
     const size_t nc = cols - c0 < kDbiasTile ? cols - c0 : kDbiasTile;
@@ -340,7 +354,8 @@ HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
       const size_t end = rows - r0 < kDbiasGroup ? rows : r0 + kDbiasGroup;
       for (size_t r = r0; r < end; ++r) {
         const size_t o = r * stride + c0;
-        const Streams<S> s{dy + o, x + o, bias + c0, dx + o, nullptr, acc};
+        const Streams<S> s{dy + o, x + o, bias + c0, dx + o, nullptr, acc,
+                           y ? y + o : nullptr};
         if (r == r0) Row<Math, S, F | kAccInit>(nc, s);
         else Row<Math, S, F | kAccAdd>(nc, s);
       }
