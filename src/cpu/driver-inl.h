@@ -3,14 +3,18 @@
 // struct and the fusion flags are template parameters, nothing is copied per
 // dtype or per op).
 //
-// Row walks `count` consecutive positions one vector at a time. The last,
-// partial vector goes through the same Step with kTail = true: its inputs are
-// copied into a zero-padded stack buffer and its outputs out of one, so no
-// lane is read or written out of bounds on any target (Highway 1.0 has no
-// LoadN, and its MaskedLoad may touch the whole vector on SSE4/EMU128).
+// Row walks `count` consecutive positions a step (two vectors) at a time,
+// in blocks of kBlockSteps steps: every step runs the core; the lanes that
+// need the exact tail are packed and run densely at the end of the block
+// (Deferred, FinishDeferred), so the tail costs per tail lane. The last,
+// partial step goes through the same Step (TailStep): its inputs are copied
+// into a zero-padded stack buffer and its outputs out of one, so no lane is
+// read or written out of bounds on any target (Highway 1.0 has no LoadN,
+// and its MaskedLoad may touch the whole vector on SSE4/EMU128).
 //
-// In place: a step loads all of its inputs before it stores, and positions
-// map one to one, so an output may be the very buffer of an input.
+// In place: a step loads all of its inputs before it stores (a deferred
+// step's tail inputs are copies), and positions map one to one, so an
+// output may be the very buffer of an input.
 //
 // Per-target include guard (Highway's toggle pattern).
 #if defined(GELU_CPU_DRIVER_INL_H_) == defined(HWY_TARGET_TOGGLE)

@@ -22,7 +22,8 @@
 //    results round once. Erf: A = t^2/2 + ln sqrt(2 pi), times the Mills
 //    ratio fitted as t R(t) = 1 + w P(w), w = 1/t^2. Tanh and quick:
 //    A = 2u or 1.702 t, sigmoid(-A) = e^-A (1 - m), m = e^-A (1 - e^-A).
-//    A vector wholly in the tail skips the core (no input-dependent cliff).
+//    A vector wholly in the tail skips the core; the kernels' driver packs
+//    tail lanes from many vectors and runs them through TailOnly densely.
 //
 // Measured errors (tests/gelu_math_test.cpp, every target, 2^24 evenly
 // spread bit patterns plus dense tail sweeps; see each struct's doc block).
