@@ -243,6 +243,16 @@ HWY_INLINE uint64_t MaskBits(DF df, hn::Mask<DF> m) {
 // the tail path over the packed lanes and the steps are completed. So the
 // tail costs per tail lane, not per pair that holds one.
 inline constexpr size_t kBlockSteps = 16;
+// AVX-512 only: it compresses and expands in one instruction each. Highway
+// 1.0 has no Expand, and the emulated one (through the stack, per lane) made
+// AVX2 slower than the blended math in place (erf backward at N(0, 3): 5-8
+// -> 22 ns/element, -march=haswell build of tools/fit/bench_sigma.cpp), so
+// other targets keep the blended math for a step with a tail lane.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+inline constexpr bool kDeferTails = true;
+#else
+inline constexpr bool kDeferTails = false;
+#endif
 // A pair with more than this many vectors' worth of tail lanes runs the
 // blended math in place instead (deferring costs a fixed amount per pair
 // on top of the core; the blended math costs the tail for every lane).
@@ -296,6 +306,10 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
   if (HWY_LIKELY(Math::AllCore(df, xa, xb))) {
     Compute<Core, F>(df, xa, x2a, dya, outa, out2a);
     Compute<Core, F>(df, xb, x2b, dyb, outb, out2b);
+  } else if (!kDeferTails) {
+    (void)def;
+    Compute<Math, F>(df, xa, x2a, dya, outa, out2a);
+    Compute<Math, F>(df, xb, x2b, dyb, outb, out2b);
   } else if (const auto ta = Math::IsTail(df, xa), tb = Math::IsTail(df, xb);
              hn::CountTrue(df, ta) + hn::CountTrue(df, tb) > kDeferLanes * hn::Lanes(df)) {
     // Mostly tail lanes: the blended math, which skips the core for a
