@@ -20,12 +20,19 @@ build: configure
 run: build
 	$(BUILD)/gelu-fusion report $(ARGS)
 
-test: test-unit test-asan test-tsan test-fuzz
+test: test-unit test-packaging test-asan test-tsan test-fuzz
 
 test-unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-# Reliability (issue 7), each in its own build directory (scripts/sanitize.sh):
+# Installing and using the library as README.md shows: cmake --install, a
+# consumer project via find_package, pkg-config and add_subdirectory, and
+# pip install with pytest against the installed package.
+.PHONY: test-packaging
+test-packaging: build
+	BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/test-packaging.sh
+
+# Reliability, each in its own build directory (scripts/sanitize.sh):
 # unit tests under ASan+UBSan, threaded tests under TSan, and the API fuzzer
 # for a bounded minute in `make test` or FUZZ_SECONDS in `make fuzz`.
 .PHONY: test-asan test-tsan test-fuzz fuzz

@@ -9,11 +9,13 @@ packages=(
   libgtest-dev libbenchmark-dev         # tests, microbenchmarks
   libmpfr-dev                           # reference checks against MPFR
   clang libclang-rt-14-dev              # libFuzzer and sanitizer runtimes
-  libomp-dev                            # LLVM OpenMP + Archer, for TSan (issue 7)
+  libomp-dev                            # LLVM OpenMP + Archer, for TSan
   libdnnl-dev                           # oneDNN, a peer in the report
   python3-torch libtorch-dev            # PyTorch adapter and peer
   libopenblas0-openmp                   # a real BLAS for torch matmuls (examples/train_mlp.py)
   python3-pytest python3-numpy python3-matplotlib python3-mpmath
+  pkgconf                               # pkg-config, for the packaging checks
+  python3-venv python3-pip python3-setuptools python3-wheel  # pip install .
 )
 
 missing=()

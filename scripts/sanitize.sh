@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sanitizer and fuzzer runs (issue 7). Each mode builds in its own directory
+# Sanitizer and fuzzer runs. Each mode builds in its own directory
 # so that it never disturbs the plain build.
 #
 #   scripts/sanitize.sh asan        unit tests under AddressSanitizer + UBSan
@@ -61,7 +61,7 @@ case "$mode" in
     cmake --build build-tsan -j "$JOBS" --target gelu_fusion
     clang++ -std=c++20 -O1 -g $flags -fopenmp -Iinclude -Isrc -I. -Itests \
       $(ls tests/reliability_*_test.cpp tests/ops_inplace_threads_test.cpp 2>/dev/null) \
-      build-tsan/libgelu_fusion.a -lhwy -lgtest -lgtest_main -lpthread \
+      src/ref/gelu_ref.cpp build-tsan/libgelu_fusion.a -lhwy -lgtest -lgtest_main -lpthread \
       -o build-tsan/tsan_tests
     # libomp itself is not instrumented; Archer (libarcher.so, LLVM's OMPT
     # tool for TSan) reports OpenMP's fork, barriers and join to TSan, and
@@ -80,7 +80,7 @@ case "$mode" in
       "-DCMAKE_CXX_FLAGS=$flags -fsanitize=fuzzer-no-link"
     cmake --build build-fuzz -j "$JOBS" --target gelu_fusion
     clang++ -std=c++20 -O1 -g $flags -fsanitize=fuzzer -fopenmp \
-      -Iinclude -Isrc -I. fuzz/fuzz_api.cpp build-fuzz/libgelu_fusion.a \
+      -Iinclude -Isrc -I. fuzz/fuzz_api.cpp src/ref/gelu_ref.cpp build-fuzz/libgelu_fusion.a \
       $(pkg-config --libs libhwy 2>/dev/null || echo -lhwy) \
       -o build-fuzz/fuzz_api
     mkdir -p build-fuzz/corpus
