@@ -93,7 +93,7 @@ void BM_kernel(benchmark::State& st, const OpDecl* op, Approx f, DType t, int64_
       rows, op->kind == gelu::core::OpKind::gated ? 2 * cols : cols};
   std::vector<std::unique_ptr<Buf>> bufs;
   std::vector<char*> p;
-  for (int i = 0; i < op->num_tensors; ++i) {
+  for (int i = 0; i < op->required_tensors(); ++i) {  // optional outputs not requested
     const int64_t elems = gelu::numel(gelu::core::tensor_shape(*op, i, primary));
     bufs.push_back(std::make_unique<Buf>(elems * e));
     p.push_back(bufs.back()->p);

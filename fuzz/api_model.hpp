@@ -25,12 +25,15 @@ struct Role {
   bool output;
   Shape shape;
   bool f32_allowed = false;  // dtype may be f32 instead of the primary's
+  // The header's optional output: TensorRef{} (null data and no shape)
+  // means "not requested", and no rule applies to it.
+  bool optional = false;
 };
 
 struct OpModel {
   const char* name;
   int n;
-  Role roles[5];
+  Role roles[6];
   bool rank_ge_1;
   bool even_last;
 };
@@ -39,15 +42,17 @@ struct OpModel {
 inline const OpModel& op_model(Op op) {
   static const OpModel kModels[kNumOps] = {
       {"gelu", 2, {{false, Shape::primary}, {true, Shape::same}}, false, false},
-      {"gelu_backward", 3,
-       {{false, Shape::same}, {false, Shape::primary}, {true, Shape::same}},
+      {"gelu_backward", 4,
+       {{false, Shape::same}, {false, Shape::primary}, {true, Shape::same},
+        {true, Shape::same, false, true}},
        false, false},
       {"bias_gelu", 3,
        {{false, Shape::primary}, {false, Shape::last_dim}, {true, Shape::same}},
        true, false},
-      {"bias_gelu_backward", 5,
+      {"bias_gelu_backward", 6,
        {{false, Shape::same}, {false, Shape::primary}, {false, Shape::last_dim},
-        {true, Shape::same}, {true, Shape::last_dim, true}},
+        {true, Shape::same}, {true, Shape::last_dim, true},
+        {true, Shape::same, false, true}},
        true, false},
       {"add_gelu", 3,
        {{false, Shape::primary}, {false, Shape::same}, {true, Shape::same}},
@@ -58,8 +63,9 @@ inline const OpModel& op_model(Op op) {
        false, false},
       {"geglu", 2, {{false, Shape::primary}, {true, Shape::half_last}}, true,
        true},
-      {"geglu_backward", 3,
-       {{false, Shape::half_last}, {false, Shape::primary}, {true, Shape::same}},
+      {"geglu_backward", 4,
+       {{false, Shape::half_last}, {false, Shape::primary}, {true, Shape::same},
+        {true, Shape::half_last, false, true}},
        true, true},
   };
   return kModels[static_cast<int>(op)];
@@ -111,13 +117,19 @@ struct Arg {
 
 inline bool valid_dtype(int t) { return t >= 0 && t <= 2; }
 
+// An optional output left out: null data and no shape.
+inline bool absent(const OpModel& m, const std::vector<Arg>& args, int i) {
+  return m.roles[i].optional && args[i].data == nullptr && args[i].shape.empty();
+}
+
 // True when the API must accept the call.
 inline bool model_accepts(Op op, const std::vector<Arg>& args, int threads,
                           int approx) {
   const OpModel& m = op_model(op);
   if (threads < 0 || approx < 0 || approx > 2) return false;
-  std::vector<int64_t> n(m.n);
+  std::vector<int64_t> n(m.n);  // an absent tensor: 0, overlapping nothing
   for (int i = 0; i < m.n; ++i) {
+    if (absent(m, args, i)) continue;
     if (!valid_dtype(args[i].dtype)) return false;
     const auto k = model_numel(args[i].shape);
     if (!k) return false;
@@ -128,7 +140,7 @@ inline bool model_accepts(Op op, const std::vector<Arg>& args, int threads,
   if ((m.rank_ge_1 || m.even_last) && ps.empty()) return false;
   if (m.even_last && ps.back() % 2 != 0) return false;
   for (int i = 0; i < m.n; ++i) {
-    if (i == p) continue;
+    if (i == p || absent(m, args, i)) continue;
     if (args[i].shape != expected_shape(m.roles[i].shape, ps)) return false;
     if (args[i].dtype != args[p].dtype &&
         !(m.roles[i].f32_allowed && args[i].dtype == 0))

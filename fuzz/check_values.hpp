@@ -37,6 +37,25 @@ inline bool check_values(Op op, const std::vector<Arg>& a,
   const int64_t n = *model_numel(a[p].shape);
   if (n == 0 && op != Op::bias_gelu_backward) return true;
   const DType t = dt(p);
+  // The backward ops' optional y, where requested: the forward's contract.
+  const OpModel& m = op_model(op);
+  const int iy = m.n - 1;
+  if (m.roles[iy].optional && !absent(m, a, iy) && n > 0) {
+    const int64_t cols = a[1].shape.empty() ? 1 : a[1].shape.back();
+    for (int64_t k = 0, ny = *model_numel(a[iy].shape); k < ny; ++k) {
+      const float y = out(iy, k);
+      if (op == Op::geglu_backward) {
+        const int64_t h = cols / 2, r = k / h, j = k % h;
+        const float x = in(1, r * 2 * h + j), g = in(1, r * 2 * h + h + j);
+        if (!geglu_fwd_ok(f, t, x, g, y))
+          return why = detail::describe("y", k, y, ref::gelu_fwd(f, x) * g), false;
+      } else {
+        const float s = op == Op::bias_gelu_backward ? in(1, k) + in(2, k % cols) : in(1, k);
+        if (!fwd_ok(f, t, s, y))
+          return why = detail::describe("y", k, y, ref::gelu_fwd(f, s)), false;
+      }
+    }
+  }
   switch (op) {
     case Op::gelu:
       for (int64_t k = 0; k < n; ++k)

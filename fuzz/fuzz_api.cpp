@@ -37,8 +37,8 @@ using gelu::TensorRef;
 
 constexpr size_t kPage = 4096;
 constexpr size_t kSlotBytes = 16 * 1024;  // 4096 f32 elements
-constexpr int kSlots = 6;                 // one per tensor + a shared arena
-constexpr int kArena = 5;
+constexpr int kSlots = 7;                 // one per tensor + a shared arena
+constexpr int kArena = 6;
 
 // [guard][slot 0][guard][slot 1] ... [slot 5][guard]
 struct Memory {
@@ -263,6 +263,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                     : d == 1 && m.roles[i].f32_allowed ? 0
                                                        : args[p].dtype;
   }
+  // An optional output is left out (TensorRef{}) in about half the calls.
+  std::vector<char> leave_out(m.n, 0);
+  for (int i = 0; i < m.n; ++i)
+    if (m.roles[i].optional && fdp.ConsumeBool()) {
+      leave_out[i] = 1;
+      args[i].shape.clear();
+    }
 
   // Placement. `room` is the bytes available from data to its slot's end.
   for (int s = 0; s < kSlots; ++s) std::memset(mem.begin(s), 0xA5, kSlotBytes);
@@ -300,6 +307,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       default: break;
     }
+    if (leave_out[i]) at = nullptr;
     const int s = at ? mem.slot_of(at) : -1;
     if (at && s < 0) at = mem.end(i) - b;  // shifted out of its slot
     args[i].data = at;
@@ -335,17 +343,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     switch (op) {
       case Op::gelu: gelu::gelu(in(0), out(1), o); break;
-      case Op::gelu_backward: gelu::gelu_backward(in(0), in(1), out(2), o); break;
+      case Op::gelu_backward: gelu::gelu_backward(in(0), in(1), out(2), out(3), o); break;
       case Op::bias_gelu: gelu::bias_gelu(in(0), in(1), out(2), o); break;
       case Op::bias_gelu_backward:
-        gelu::bias_gelu_backward(in(0), in(1), in(2), out(3), out(4), o);
+        gelu::bias_gelu_backward(in(0), in(1), in(2), out(3), out(4), out(5), o);
         break;
       case Op::add_gelu: gelu::add_gelu(in(0), in(1), out(2), o); break;
       case Op::add_gelu_backward:
         gelu::add_gelu_backward(in(0), in(1), in(2), out(3), o);
         break;
       case Op::geglu: gelu::geglu(in(0), out(1), o); break;
-      case Op::geglu_backward: gelu::geglu_backward(in(0), in(1), out(2), o); break;
+      case Op::geglu_backward: gelu::geglu_backward(in(0), in(1), out(2), out(3), o); break;
     }
   } catch (const gelu::Error& e) {
     threw = true;

@@ -98,6 +98,26 @@ void geglu(ConstTensorRef x, TensorRef y, const Options& = {});
 void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
                     const Options& = {});
 
+// --- Backward ops that also return the forward's value -----------------------
+// The same backward pass, reading x (and bias) once, also stores the forward
+// op's result y: what the next layer's weight gradient needs, recomputed
+// instead of kept from the forward (activation memory). y is an output like
+// any other (shape and dtype of the forward's y, checked for overlap), as
+// accurate as the forward op's (same contract), in place on an input of its
+// shape and dtype allowed (y = x for gelu_backward). y = TensorRef{} (null
+// data and no shape: not requested) makes these the functions above.
+
+// dx = dy * gelu'(x) and y = gelu(x)
+void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                   TensorRef y, const Options& = {});
+// dx, dbias as above and y = gelu(x + bias) (y has x's shape and dtype)
+void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
+                        ConstTensorRef bias, TensorRef dx, TensorRef dbias,
+                        TensorRef y, const Options& = {});
+// dx as above and y [..., H] = gelu(x[..., :H]) * x[..., H:]
+void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                    TensorRef y, const Options& = {});
+
 // --- Helpers ---------------------------------------------------------------
 const char* dtype_name(DType);          // "f32", "bf16", "f16"
 const char* approx_name(Approx);        // "none", "tanh", "quick"

@@ -9,6 +9,9 @@ using S = ShapeRule;
 using T = DTypeRule;
 using R = Role;
 using K = OpKind;
+// The backward ops' optional output: the forward's value, recomputed in the
+// same pass (TensorDecl::optional).
+constexpr bool kOptional = true;
 
 constexpr AttrDecl kAttrs[] = {
     {"approximate", "str", "'none'",
@@ -21,26 +24,37 @@ constexpr AttrDecl kAttrs[] = {
 
 // OpDecl::call for each op: its public function, tensors in table order.
 using Ts = std::span<const TensorRef>;
+// Tensor `i`, or TensorRef{} (not requested) where an optional output is
+// left out of `t`.
+TensorRef opt(Ts t, size_t i) { return i < t.size() ? t[i] : TensorRef{}; }
 void call_gelu(Ts t, const Options& o) { gelu::gelu(t[0], t[1], o); }
-void call_gelu_backward(Ts t, const Options& o) { gelu::gelu_backward(t[0], t[1], t[2], o); }
+void call_gelu_backward(Ts t, const Options& o) {
+  gelu::gelu_backward(t[0], t[1], t[2], opt(t, 3), o);
+}
 void call_bias_gelu(Ts t, const Options& o) { gelu::bias_gelu(t[0], t[1], t[2], o); }
 void call_bias_gelu_backward(Ts t, const Options& o) {
-  gelu::bias_gelu_backward(t[0], t[1], t[2], t[3], t[4], o);
+  gelu::bias_gelu_backward(t[0], t[1], t[2], t[3], t[4], opt(t, 5), o);
 }
 void call_add_gelu(Ts t, const Options& o) { gelu::add_gelu(t[0], t[1], t[2], o); }
 void call_add_gelu_backward(Ts t, const Options& o) {
   gelu::add_gelu_backward(t[0], t[1], t[2], t[3], o);
 }
 void call_geglu(Ts t, const Options& o) { gelu::geglu(t[0], t[1], o); }
-void call_geglu_backward(Ts t, const Options& o) { gelu::geglu_backward(t[0], t[1], t[2], o); }
+void call_geglu_backward(Ts t, const Options& o) {
+  gelu::geglu_backward(t[0], t[1], t[2], opt(t, 3), o);
+}
 
 constexpr OpDecl kOps[] = {
     {OpId::gelu, "gelu",
      {{"x", R::x, S::primary}, {"y", R::y, S::same}}, 2, PrimaryRule::any, K::eltwise,
      "y = gelu(x)", "gelu_backward", nullptr, nullptr, call_gelu},
     {OpId::gelu_backward, "gelu_backward",
-     {{"dy", R::dy, S::same}, {"x", R::x, S::primary}, {"dx", R::dx, S::same}},
-     3, PrimaryRule::any, K::eltwise, "dx = dy * gelu'(x)", nullptr, "gelu", "x", call_gelu_backward},
+     {{"dy", R::dy, S::same},
+      {"x", R::x, S::primary},
+      {"dx", R::dx, S::same},
+      {"y", R::y, S::same, T::same, kOptional}},
+     4, PrimaryRule::any, K::eltwise, "dx = dy * gelu'(x); optionally y = gelu(x)", nullptr,
+     "gelu", "x", call_gelu_backward},
     {OpId::bias_gelu, "bias_gelu",
      {{"x", R::x, S::primary},
       {"bias", R::addend, S::last_dim},
@@ -52,10 +66,12 @@ constexpr OpDecl kOps[] = {
       {"x", R::x, S::primary},
       {"bias", R::addend, S::last_dim},
       {"dx", R::dx, S::same},
-      {"dbias", R::dbias, S::last_dim, T::same_or_f32}},
-     5, PrimaryRule::rank_ge_1, K::rows_reduce,
-     "dx = dy * gelu'(x + bias); dbias = sum of dx over leading dims", nullptr,
-     "bias_gelu", "x, bias", call_bias_gelu_backward},
+      {"dbias", R::dbias, S::last_dim, T::same_or_f32},
+      {"y", R::y, S::same, T::same, kOptional}},
+     6, PrimaryRule::rank_ge_1, K::rows_reduce,
+     "dx = dy * gelu'(x + bias); dbias = sum of dx over leading dims; "
+     "optionally y = gelu(x + bias)",
+     nullptr, "bias_gelu", "x, bias", call_bias_gelu_backward},
     {OpId::add_gelu, "add_gelu",
      {{"a", R::x, S::primary}, {"b", R::addend, S::same}, {"y", R::y, S::same}},
      3, PrimaryRule::any, K::eltwise, "y = gelu(a + b)", "add_gelu_backward", nullptr,
@@ -75,10 +91,12 @@ constexpr OpDecl kOps[] = {
     {OpId::geglu_backward, "geglu_backward",
      {{"dy", R::dy, S::half_last},
       {"x", R::x, S::primary},
-      {"dx", R::dx, S::same}},
-     3, PrimaryRule::rank_ge_1_even_last, K::gated,
+      {"dx", R::dx, S::same},
+      {"y", R::y, S::half_last, T::same, kOptional}},
+     4, PrimaryRule::rank_ge_1_even_last, K::gated,
      "dx[..., :H] = dy * x[..., H:] * gelu'(x[..., :H]); "
-     "dx[..., H:] = dy * gelu(x[..., :H])",
+     "dx[..., H:] = dy * gelu(x[..., :H]); "
+     "optionally y = gelu(x[..., :H]) * x[..., H:]",
      nullptr, "geglu", "x", call_geglu_backward},
 };
 
@@ -147,7 +165,9 @@ std::string describe_ops() {
       const TensorDecl& t = op.tensors[i];
       out << "    " << (t.output() ? "out " : "in  ") << t.name << ": "
           << shape_rule_text(t.shape)
-          << (t.dtype == T::same_or_f32 ? ", dtype same or f32" : "") << "\n";
+          << (t.dtype == T::same_or_f32 ? ", dtype same or f32" : "")
+          << (t.optional ? ", optional (TensorRef{}: not requested)" : "")
+          << "\n";
     }
     if (op.primary_rule == PrimaryRule::rank_ge_1)
       out << "    requires rank >= 1\n";

@@ -61,6 +61,9 @@ struct TensorDecl {
   Role role;
   ShapeRule shape;
   DTypeRule dtype = DTypeRule::same;
+  // An optional output may be absent: null data and no shape (TensorRef{}).
+  // Present, it follows every rule of an output and is one more stream.
+  bool optional = false;
   bool output() const { return is_output(role); }
 };
 
@@ -80,7 +83,7 @@ struct AttrDecl {
   const char* meaning;
 };
 
-inline constexpr int kMaxTensors = 5;
+inline constexpr int kMaxTensors = 6;
 
 struct OpDecl {
   OpId id;
@@ -97,7 +100,8 @@ struct OpDecl {
   const char* forward;
   const char* saved;
   // Calls the op's public function with `tensors` in the order above, for
-  // tools that run any op of the table (the report, the benchmarks).
+  // tools that run any op of the table (the report, the benchmarks);
+  // trailing optional outputs may be left out (not requested).
   void (*call)(std::span<const TensorRef> tensors, const Options& options);
 
   bool is_backward() const { return forward != nullptr; }
@@ -128,11 +132,19 @@ struct OpDecl {
     return 0;
   }
   // The streams the op moves per planned element: the sum over its
-  // tensors, each read or written once (what the plan sizes tiles by).
-  constexpr int streams() const {
+  // tensors, each read or written once (what the plan sizes tiles by);
+  // optional outputs count only when `with_optional` (requested).
+  constexpr int streams(bool with_optional = false) const {
     int s = 0;
-    for (int i = 0; i < num_tensors; ++i) s += elements_per_planned(i);
+    for (int i = 0; i < num_tensors; ++i)
+      if (with_optional || !tensors[i].optional) s += elements_per_planned(i);
     return s;
+  }
+  // The tensors every call passes: all but the trailing optional outputs.
+  constexpr int required_tensors() const {
+    int n = num_tensors;
+    while (n > 0 && tensors[n - 1].optional) --n;
+    return n;
   }
 };
 

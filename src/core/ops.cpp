@@ -59,10 +59,11 @@ void run_tasks(const Plan& p, Body&& body) {
   g_last_team = team;
 }
 
-// The plan of op `id` whose primary tensor is `primary`.
+// The plan of op `id` whose primary tensor is `primary`; `with_optional`:
+// the call writes the op's optional output too.
 Plan plan_for(OpId id, const std::vector<int64_t>& primary, DType t,
-              const Options& o) {
-  return core::plan_op(id, primary, t, o);
+              const Options& o, bool with_optional = false) {
+  return core::plan_op(id, primary, t, o, core::this_machine(), with_optional);
 }
 
 int64_t last_dim(const std::vector<int64_t>& s) { return s.back(); }
@@ -100,9 +101,15 @@ void eltwise(OpId id, const TensorArg (&args)[K], const Options& o,
   const int64_t n = numel(*args[0].shape);
   if (n == 0) return;
   const DType t = args[0].dtype;
-  run_tasks(plan_for(id, *args[0].shape, t, o),
+  // An optional output present is one more stream (the last argument).
+  const bool with_optional = K > static_cast<size_t>(core::op_decl(id).required_tensors()) &&
+                             args[K - 1].data != nullptr;
+  run_tasks(plan_for(id, *args[0].shape, t, o, with_optional),
             [&](const Task& k) { kernel(t, k.col0, k.cols); });
 }
+
+// Element `i` of an optional output, or null where it is absent.
+char* at_or_null(void* p, DType t, int64_t i) { return p ? at(p, t, i) : nullptr; }
 
 }  // namespace
 
@@ -118,10 +125,16 @@ void gelu(ConstTensorRef x, TensorRef y, const Options& o) {
 
 void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
                    const Options& o) {
-  eltwise(OpId::gelu_backward, {arg(dy), arg(x), arg(dx)}, o,
+  gelu_backward(dy, x, dx, TensorRef{}, o);
+}
+
+void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                   TensorRef y, const Options& o) {
+  eltwise(OpId::gelu_backward, {arg(dy), arg(x), arg(dx), arg(y)}, o,
           [&](DType t, int64_t c0, int64_t nc) {
             cpu::gelu_bwd(o.approximate, t, nc, at(dy.data, t, c0),
-                          at(x.data, t, c0), at(dx.data, t, c0));
+                          at(x.data, t, c0), at(dx.data, t, c0),
+                          at_or_null(y.data, t, c0));
           });
 }
 
@@ -162,7 +175,14 @@ void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y,
 void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
                         ConstTensorRef bias, TensorRef dx, TensorRef dbias,
                         const Options& o) {
-  const TensorArg args[] = {arg(dy), arg(x), arg(bias), arg(dx), arg(dbias)};
+  bias_gelu_backward(dy, x, bias, dx, dbias, TensorRef{}, o);
+}
+
+void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
+                        ConstTensorRef bias, TensorRef dx, TensorRef dbias,
+                        TensorRef y, const Options& o) {
+  const TensorArg args[] = {arg(dy),     arg(x),     arg(bias),
+                            arg(dx),     arg(dbias), arg(y)};
   core::validate(OpId::bias_gelu_backward, args, o);
   const DType t = x.dtype;
   const int64_t cols = last_dim(x.shape);
@@ -176,7 +196,7 @@ void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
   // Per row block, per column: the block's sum of dx. Row blocks do not
   // depend on the thread count and are combined in block order below, so
   // dbias is bit-identical for any number of threads.
-  const Plan p = plan_for(OpId::bias_gelu_backward, x.shape, t, o);
+  const Plan p = plan_for(OpId::bias_gelu_backward, x.shape, t, o, y.data != nullptr);
   // Every block's row of sums is stored by its kernel call, so the buffer
   // needs no initialisation.
   std::unique_ptr<double[]> owned;
@@ -186,7 +206,7 @@ void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
     const int64_t i0 = k.row0 * cols + k.col0;
     cpu::bias_bwd(o.approximate, t, k.rows, k.cols, cols, at(dy.data, t, i0),
                   at(x.data, t, i0), at(bias.data, t, k.col0), at(dx.data, t, i0),
-                  partial + k.row_task * cols + k.col0);
+                  partial + k.row_task * cols + k.col0, at_or_null(y.data, t, i0));
   });
   // sums_to adds the blocks in block order per column, rounds once to f32
   // and stores dbias in its dtype, in one vector pass: scalar loops and an
@@ -214,19 +234,26 @@ void geglu(ConstTensorRef x, TensorRef y, const Options& o) {
 
 void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
                     const Options& o) {
-  const TensorArg args[] = {arg(dy), arg(x), arg(dx)};
+  geglu_backward(dy, x, dx, TensorRef{}, o);
+}
+
+void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                    TensorRef y, const Options& o) {
+  const TensorArg args[] = {arg(dy), arg(x), arg(dx), arg(y)};
   core::validate(OpId::geglu_backward, args, o);
   const int64_t n = numel(x.shape);
   if (n == 0) return;
   const DType t = x.dtype;
   const int64_t h = last_dim(x.shape) / 2;
-  run_tasks(plan_for(OpId::geglu_backward, x.shape, t, o), [&](const Task& k) {
-    cpu::geglu_bwd(o.approximate, t, k.rows, k.cols, h,
-                   at(dy.data, t, k.row0 * h + k.col0),
-                   at(x.data, t, k.row0 * 2 * h + k.col0),
-                   at(dx.data, t, k.row0 * 2 * h + k.col0),
-                   o.gelu_half == GeluHalf::second);
-  });
+  run_tasks(plan_for(OpId::geglu_backward, x.shape, t, o, y.data != nullptr),
+            [&](const Task& k) {
+              cpu::geglu_bwd(o.approximate, t, k.rows, k.cols, h,
+                             at(dy.data, t, k.row0 * h + k.col0),
+                             at(x.data, t, k.row0 * 2 * h + k.col0),
+                             at(dx.data, t, k.row0 * 2 * h + k.col0),
+                             o.gelu_half == GeluHalf::second,
+                             at_or_null(y.data, t, k.row0 * h + k.col0));
+            });
 }
 
 }  // namespace gelu

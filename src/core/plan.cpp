@@ -93,7 +93,7 @@ Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
 }
 
 Plan plan_op(OpId id, const std::vector<int64_t>& primary_shape, DType dtype,
-             const Options& options, const Machine& machine) {
+             const Options& options, const Machine& machine, bool with_optional) {
   const OpDecl& op = op_decl(id);
   int64_t n = 1;
   for (int64_t d : primary_shape) n *= std::max<int64_t>(d, 0);
@@ -111,7 +111,7 @@ Plan plan_op(OpId id, const std::vector<int64_t>& primary_shape, DType dtype,
       rows = last > 0 ? n / last : 0;
       break;
   }
-  return make_plan(rows, cols, dtype, op.streams(), machine, options.num_threads,
+  return make_plan(rows, cols, dtype, op.streams(with_optional), machine, options.num_threads,
                    op.kind == OpKind::rows_reduce ? dbias_max_row_tasks(rows) : kMaxRowTasks);
 }
 

@@ -79,9 +79,11 @@ constexpr int64_t dbias_max_row_tasks(int64_t rows) {
 // the planned shape follows the op's kind, the tile size its streams, and
 // a rows_reduce op caps its row blocks at dbias_max_row_tasks(rows). row_block and
 // col_block never depend on the thread count, so a reduction over row
-// blocks (dbias) is the same for any threads.
+// blocks (dbias) is the same for any threads. `with_optional`: the call
+// also writes the op's optional outputs (one more stream each).
 Plan plan_op(OpId id, const std::vector<int64_t>& primary_shape, DType dtype,
-             const Options& options, const Machine& machine = this_machine());
+             const Options& options, const Machine& machine = this_machine(),
+             bool with_optional = false);
 
 // The tiling arithmetic plan_op applies to its planned shape (rows x cols,
 // `streams` tensors read or written per element). Exposed for the plan's

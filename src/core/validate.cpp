@@ -65,7 +65,9 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 
 void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
   const OpDecl& op = op_decl(id);
-  if (static_cast<int>(args.size()) != op.num_tensors)
+  // Trailing optional outputs may be left out of `args` (absent).
+  if (static_cast<int>(args.size()) < op.required_tensors() ||
+      static_cast<int>(args.size()) > op.num_tensors)
     fail(op, "internal: wrong number of tensor arguments");
 
   if (opts.num_threads < 0)
@@ -89,8 +91,16 @@ void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
   const TensorDecl& pdecl = op.tensors[primary];
   const std::vector<int64_t>& pshape = *args[primary].shape;
 
+  // An optional output given as TensorRef{} (null data, no shape) is not
+  // requested: no rule applies to it, and it counts as empty below.
+  auto absent = [&](size_t i) {
+    return op.tensors[i].optional && args[i].data == nullptr &&
+           args[i].shape->empty();
+  };
+
   std::vector<int64_t> numels(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
+    if (absent(i)) continue;  // numels[i] = 0: skipped by the checks below
     if (!valid_dtype(args[i].dtype))
       fail(op, std::string(op.tensors[i].name) + " has dtype " +
                    std::to_string(static_cast<int>(args[i].dtype)) +
@@ -109,7 +119,7 @@ void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
   const DType pdtype = args[primary].dtype;
   for (size_t i = 0; i < args.size(); ++i) {
     const TensorDecl& decl = op.tensors[i];
-    if (static_cast<int>(i) == primary) continue;
+    if (static_cast<int>(i) == primary || absent(i)) continue;
     const std::vector<int64_t> want = tensor_shape(op, static_cast<int>(i), pshape);
     if (*args[i].shape != want)
       fail(op, std::string(decl.name) + " has shape " +

@@ -20,7 +20,8 @@ struct TensorArg {
   const std::vector<int64_t>* shape;
 };
 
-// Throws gelu::Error on the first rule `args` or `opts` break.
+// Throws gelu::Error on the first rule `args` or `opts` break. Trailing
+// optional outputs may be left out of `args`: they are then absent.
 void validate(OpId op, std::span<const TensorArg> args, const Options& opts);
 
 // "[4, 7]"

@@ -49,6 +49,7 @@ enum : unsigned {
   kDbias = 8,     // dx also feeds dbias: kAccInit or kAccAdd says how
   kAccInit = 16,  // acc = dx (f32, per column): a group's first row
   kAccAdd = 32,   // acc += dx: the group's other rows
+  kValue = 64,    // with kBackward: also store the forward's value to val
 };
 
 // The streams of one Row call; unused ones are null. All hold `count`
@@ -62,6 +63,7 @@ struct Streams {
   T* out;
   T* out2;
   float* acc;
+  T* val = nullptr;  // kValue: the forward's result, recomputed
 };
 
 namespace detail {
@@ -118,10 +120,12 @@ HWY_INLINE hn::Vec<DF> MulExact2(DF df, hn::Vec<DF> a, hn::Vec<DF> b, hn::Vec<DF
 }
 
 // The per-lane op on f32 vectors, x the pre-activation (Step has added x2
-// already for kSum; x2 is otherwise the gate); `out`/`out2` get the results.
+// already for kSum; x2 is otherwise the gate); `out`/`out2` get the results,
+// `val` the forward's result (kValue: the forward's very formula, so the
+// same bits as the forward op with the same Math).
 template <class Math, unsigned F, class DF>
 HWY_INLINE void Compute(DF df, hn::Vec<DF> x, hn::Vec<DF> x2, hn::Vec<DF> dy,
-                        hn::Vec<DF>& out, hn::Vec<DF>& out2) {
+                        hn::Vec<DF>& out, hn::Vec<DF>& out2, hn::Vec<DF>& val) {
   if constexpr ((F & kBackward) == 0) {
     out = Math::Value(df, x);
     if constexpr ((F & kGated) != 0) out = MulTail(df, out, x2);
@@ -130,6 +134,11 @@ HWY_INLINE void Compute(DF df, hn::Vec<DF> x, hn::Vec<DF> x2, hn::Vec<DF> dy,
     Math::ValueAndGrad(df, x, value, grad);
     out = MulExact2(df, dy, x2, grad);
     out2 = MulTail(df, dy, value);
+    if constexpr ((F & kValue) != 0) val = MulTail(df, value, x2);
+  } else if constexpr ((F & kValue) != 0) {
+    hn::Vec<DF> grad;
+    Math::ValueAndGrad(df, x, val, grad);
+    out = MulTail(df, dy, grad);
   } else {
     out = MulTail(df, dy, Math::Grad(df, x));
   }
@@ -261,7 +270,7 @@ inline constexpr size_t kDeferLanes = 1;
 // f32 outputs without dbias: a deferred step stores its core results as
 // any step does, and FinishDeferred patches its tail lanes in place (the
 // outputs are the steps' own positions). Otherwise (a rounding storage,
-// the dbias sums) the core results wait in Deferred::out/out2.
+// the dbias sums) the core results wait in Deferred::out/out2/val.
 template <class S, unsigned F>
 constexpr bool kPatchOutputs =
     std::is_same_v<S, F32> && (F & (kAccInit | kAccAdd)) == 0;
@@ -274,8 +283,9 @@ struct Deferred {
   // The steps' core results (garbage in tail lanes), f32.
   HWY_ALIGN float out[kBlockSteps][kMaxStep];
   HWY_ALIGN float out2[kBlockSteps][kMaxStep];
+  HWY_ALIGN float val[kBlockSteps][kMaxStep];  // kValue
   // Packed tail lanes: x (pre-activation), the gate, dy; then the results
-  // (out over x, out2 over x2). One spare vector for the compress's
+  // (out over x, out2 over x2, val over dy). One spare vector for the compress's
   // whole-vector write and the last partial vector.
   HWY_ALIGN float x[kBlockSteps * kMaxStep + kMaxF32Lanes];
   HWY_ALIGN float x2[kBlockSteps * kMaxStep + kMaxF32Lanes];
@@ -289,11 +299,12 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
   constexpr bool kTwo = (F & (kSum | kGated)) != 0;
   constexpr bool kBwd = (F & kBackward) != 0;
   constexpr bool kOut2 = (F & kGated) != 0 && kBwd;
+  constexpr bool kVal = (F & kValue) != 0 && kBwd;
   // Two f32 vectors per step (Load2/Store2 of the storage): one tail check
   // for both, and bf16 converts them together. Named pairs, not arrays: g++
   // 12 keeps a 2-iteration loop over arrays rolled and round-trips every
   // vector through the stack.
-  hn::Vec<DF> xa, xb, x2a, x2b, dya, dyb, outa, outb, out2a, out2b;
+  hn::Vec<DF> xa, xb, x2a, x2b, dya, dyb, outa, outb, out2a, out2b, vala, valb;
   S::Load2(df, s.x + i, xa, xb);
   if constexpr (kTwo) S::Load2(df, s.x2 + i, x2a, x2b);
   if constexpr (kBwd) S::Load2(df, s.dy + i, dya, dyb);
@@ -304,21 +315,21 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
   using Core = typename Math::CoreOnly;
   // One tail check for both vectors (a branch per vector costs ~5%).
   if (HWY_LIKELY(Math::AllCore(df, xa, xb))) {
-    Compute<Core, F>(df, xa, x2a, dya, outa, out2a);
-    Compute<Core, F>(df, xb, x2b, dyb, outb, out2b);
+    Compute<Core, F>(df, xa, x2a, dya, outa, out2a, vala);
+    Compute<Core, F>(df, xb, x2b, dyb, outb, out2b, valb);
   } else if (!kDeferTails) {
     (void)def;
-    Compute<Math, F>(df, xa, x2a, dya, outa, out2a);
-    Compute<Math, F>(df, xb, x2b, dyb, outb, out2b);
+    Compute<Math, F>(df, xa, x2a, dya, outa, out2a, vala);
+    Compute<Math, F>(df, xb, x2b, dyb, outb, out2b, valb);
   } else if (const auto ta = Math::IsTail(df, xa), tb = Math::IsTail(df, xb);
              hn::CountTrue(df, ta) + hn::CountTrue(df, tb) > kDeferLanes * hn::Lanes(df)) {
     // Mostly tail lanes: the blended math, which skips the core for a
     // vector wholly in the tail.
-    Compute<Math, F>(df, xa, x2a, dya, outa, out2a);
-    Compute<Math, F>(df, xb, x2b, dyb, outb, out2b);
+    Compute<Math, F>(df, xa, x2a, dya, outa, out2a, vala);
+    Compute<Math, F>(df, xb, x2b, dyb, outb, out2b, valb);
   } else {
-    Compute<Core, F>(df, xa, x2a, dya, outa, out2a);
-    Compute<Core, F>(df, xb, x2b, dyb, outb, out2b);
+    Compute<Core, F>(df, xa, x2a, dya, outa, out2a, vala);
+    Compute<Core, F>(df, xb, x2b, dyb, outb, out2b, valb);
     const size_t k = def.steps++;
     const size_t N = hn::Lanes(df);
     def.pos[k] = i;
@@ -328,6 +339,10 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
       if constexpr (kOut2) {
         hn::Store(out2a, df, def.out2[k]);
         hn::Store(out2b, df, def.out2[k] + N);
+      }
+      if constexpr (kVal) {
+        hn::Store(vala, df, def.val[k]);
+        hn::Store(valb, df, def.val[k] + N);
       }
     }
     def.bits[k][0] = MaskBits(df, ta);
@@ -344,6 +359,7 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
   }
   S::Store2(df, outa, outb, s.out + i);
   if constexpr (kOut2) S::Store2(df, out2a, out2b, s.out2 + i);
+  if constexpr (kVal) S::Store2(df, vala, valb, s.val + i);
   if constexpr ((F & (kAccInit | kAccAdd)) != 0) {  // acc is null otherwise
     // Split pairs (kSplitPairs) land as even sums, then odd sums.
     Accumulate<F>(df, outa, s.acc + i);
@@ -357,6 +373,7 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
 template <class Math, class S, unsigned F, class DF>
 HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
   constexpr bool kOut2 = (F & kGated) != 0 && (F & kBackward) != 0;
+  constexpr bool kVal = (F & kValue) != 0 && (F & kBackward) != 0;
   const size_t N = hn::Lanes(df);
   // The last partial vector's spare lanes: a benign tail input.
   hn::StoreU(hn::Set(df, -4.0f), df, def.x + def.lanes);
@@ -364,11 +381,12 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
   hn::StoreU(hn::Zero(df), df, def.dy + def.lanes);
   using Tail = typename Math::TailOnly;
   for (size_t j = 0; j < def.lanes; j += N) {
-    hn::Vec<DF> out, out2;
+    hn::Vec<DF> out, out2, val;
     Compute<Tail, F>(df, hn::Load(df, def.x + j), hn::Load(df, def.x2 + j),
-                     hn::Load(df, def.dy + j), out, out2);
+                     hn::Load(df, def.dy + j), out, out2, val);
     hn::Store(out, df, def.x + j);
     if constexpr (kOut2) hn::Store(out2, df, def.x2 + j);
+    if constexpr (kVal) hn::Store(val, df, def.dy + j);
   }
   size_t used = 0;
   for (size_t k = 0; k < def.steps; ++k) {
@@ -387,6 +405,15 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
       const auto out2b =
           ExpandFrom(df, hn::LoadU(df, core2 + N), def.bits[k][1], def.x2 + used2, used2);
       S::Store2(df, out2a, out2b, s.out2 + i);
+    }
+    if constexpr (kVal) {
+      size_t used3 = at;
+      const float* core3 = kPatch ? reinterpret_cast<const float*>(s.val + i) : def.val[k];
+      const auto vala =
+          ExpandFrom(df, hn::LoadU(df, core3), def.bits[k][0], def.dy + used3, used3);
+      const auto valb =
+          ExpandFrom(df, hn::LoadU(df, core3 + N), def.bits[k][1], def.dy + used3, used3);
+      S::Store2(df, vala, valb, s.val + i);
     }
     if constexpr ((F & (kAccInit | kAccAdd)) != 0) {
       Accumulate<F>(df, outa, s.acc + i);
@@ -417,17 +444,19 @@ template <class Math, class S, unsigned F, class DF>
 HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem, Deferred& def) {
   using T = typename S::T;
   HWY_ALIGN T dy[kMaxStep], x[kMaxStep], x2[kMaxStep];
-  HWY_ALIGN T out[kMaxStep], out2[kMaxStep];
+  HWY_ALIGN T out[kMaxStep], out2[kMaxStep], val[kMaxStep];
   HWY_ALIGN float acc[kMaxStep];
   auto at = [i](auto* p) { return p ? p + i : p; };
   const size_t nacc = kSplitPairs<S> ? StepLanes(df) : rem;
   const Streams<S> t{Stage(at(s.dy), dy, rem), Stage(at(s.x), x, rem),
                      Stage(at(s.x2), x2, rem), s.out ? out : nullptr,
-                     s.out2 ? out2 : nullptr, Stage(at(s.acc), acc, nacc)};
+                     s.out2 ? out2 : nullptr, Stage(at(s.acc), acc, nacc),
+                     s.val ? val : nullptr};
   Step<Math, S, F>(df, t, 0, def);
   if (def.steps != 0) FinishDeferred<Math, S, F>(df, t, def);
   if (s.out) std::memcpy(s.out + i, out, rem * sizeof(T));
   if (s.out2) std::memcpy(s.out2 + i, out2, rem * sizeof(T));
+  if (s.val) std::memcpy(s.val + i, val, rem * sizeof(T));
   if (s.acc) std::memcpy(s.acc + i, acc, nacc * sizeof(float));
 }
 
@@ -494,7 +523,8 @@ HWY_INLINE void AddGroupSums(size_t nc, const float* acc, double* sums) {
       detail::AddToSums<kFirst>(df, c1, sums + j + N);
     }
     if (j < nc) {  // a partial chunk: its whole step of sums, then nc - j
-      HWY_ALIGN float ordered[detail::kMaxStep];
+      // Zeroed: g++ does not see ColumnOrder fill it on SCALAR (maybe-uninitialized).
+      HWY_ALIGN float ordered[detail::kMaxStep] = {};
       detail::ColumnOrder(df, hn::Load(df, acc + j), hn::Load(df, acc + j + N), c0, c1);
       hn::Store(c0, df, ordered);
       hn::Store(c1, df, ordered + N);
@@ -509,12 +539,13 @@ HWY_INLINE void AddGroupSums(size_t nc, const float* acc, double* sums) {
   }
 }
 
-template <class Math, class S>
+// kExtra: 0, or kValue to also store y = gelu(x + bias) (rows `stride` apart).
+template <class Math, class S, unsigned kExtra = 0>
 HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
                                  const typename S::T* dy, const typename S::T* x,
                                  const typename S::T* bias, typename S::T* dx,
-                                 double* dbias) {
-  constexpr unsigned F = kSum | kBackward | kDbias;
+                                 double* dbias, typename S::T* y = nullptr) {
+  constexpr unsigned F = kSum | kBackward | kDbias | kExtra;
   HWY_ALIGN float acc[kDbiasTile];
   for (size_t c0 = 0; c0 < cols; c0 += kDbiasTile) {
     const size_t nc = cols - c0 < kDbiasTile ? cols - c0 : kDbiasTile;
@@ -522,7 +553,8 @@ HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
       const size_t end = rows - r0 < kDbiasGroup ? rows : r0 + kDbiasGroup;
       for (size_t r = r0; r < end; ++r) {
         const size_t o = r * stride + c0;
-        const Streams<S> s{dy + o, x + o, bias + c0, dx + o, nullptr, acc};
+        const Streams<S> s{dy + o, x + o, bias + c0, dx + o, nullptr, acc,
+                           y ? y + o : nullptr};
         if (r == r0) Row<Math, S, F | kAccInit>(nc, s);
         else Row<Math, S, F | kAccAdd>(nc, s);
       }

@@ -16,10 +16,14 @@
 
 namespace gelu::cpu {
 
+// The backward kernels' y (null: not requested) also gets the forward's
+// result for the same positions, from the same pass: gelu(x), gelu(x + bias),
+// gelu(value half) * gate half (y laid out as dy).
+
 // Element-wise over n elements.
 void gelu_fwd(Approx, DType, int64_t n, const void* x, void* y);
 void gelu_bwd(Approx, DType, int64_t n, const void* dy, const void* x,
-              void* dx);
+              void* dx, void* y = nullptr);
 void add_fwd(Approx, DType, int64_t n, const void* a, const void* b, void* y);
 void add_bwd(Approx, DType, int64_t n, const void* dy, const void* a,
              const void* b, void* dx);
@@ -58,7 +62,7 @@ constexpr int64_t dbias_span(int64_t cols) {
 }
 void bias_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
               const void* dy, const void* x, const void* bias, void* dx,
-              double* dbias);
+              double* dbias, void* y = nullptr);
 
 // GeGLU over `rows` rows, columns [0, cols) of a row whose gate half begins
 // `h` elements after its value half: x rows are 2h apart, y/dy rows h apart,
@@ -67,7 +71,8 @@ void bias_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
 void geglu_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
                const void* x, void* y, bool gelu_second = false);
 void geglu_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
-               const void* dy, const void* x, void* dx, bool gelu_second = false);
+               const void* dy, const void* x, void* dx, bool gelu_second = false,
+               void* y = nullptr);
 
 // Storage conversions on the kernels' own vector path (bf16/f16 rounded to
 // nearest-even, bit for bit as src/core/convert.hpp).

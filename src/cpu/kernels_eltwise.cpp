@@ -30,11 +30,12 @@ void GeluFwd(Approx form, DType t, int64_t n, const void* x, void* y) {
 }
 
 void GeluBwd(Approx form, DType t, int64_t n, const void* dy, const void* x,
-             void* dx) {
+             void* dx, void* y) {
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
-    Row<decltype(m), S, kBackward>(
-        n, {CP<S>(dy), CP<S>(x), nullptr, P<S>(dx), nullptr, nullptr});
+    const Streams<S> st{CP<S>(dy), CP<S>(x), nullptr, P<S>(dx), nullptr, nullptr, P<S>(y)};
+    if (y) Row<decltype(m), S, kBackward | kValue>(n, st);
+    else Row<decltype(m), S, kBackward>(n, st);
   });
 }
 
@@ -202,8 +203,8 @@ void gelu_fwd(Approx a, DType t, int64_t n, const void* x, void* y) {
   HWY_DYNAMIC_DISPATCH(GeluFwd)(a, t, n, x, y);
 }
 void gelu_bwd(Approx a, DType t, int64_t n, const void* dy, const void* x,
-              void* dx) {
-  HWY_DYNAMIC_DISPATCH(GeluBwd)(a, t, n, dy, x, dx);
+              void* dx, void* y) {
+  HWY_DYNAMIC_DISPATCH(GeluBwd)(a, t, n, dy, x, dx, y);
 }
 void add_fwd(Approx a, DType t, int64_t n, const void* pa, const void* pb,
              void* y) {

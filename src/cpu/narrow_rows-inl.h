@@ -157,12 +157,14 @@ HWY_INLINE void BiasForwardFlat(size_t rows, size_t cols, const typename S::T* x
 // s3), and the group sums in double in span order; then dbias[j] = the sum
 // over q of position q * cols + j, in q order (double). So a group of 4 is
 // rows q, q + k, q + 2k, q + 3k of the call, not 4 consecutive rows.
-template <class Math, class S>
+// kExtra: 0, or kValue to also store y = gelu(x + bias) (laid out as dx).
+template <class Math, class S, unsigned kExtra = 0>
 HWY_INLINE void BiasBackwardNarrow(size_t rows, size_t cols, const typename S::T* dy,
                                    const typename S::T* x, const typename S::T* bias,
-                                   typename S::T* dx, double* dbias) {
+                                   typename S::T* dx, double* dbias,
+                                   typename S::T* y = nullptr) {
   using T = typename S::T;
-  constexpr unsigned F = kSum | kBackward | kDbias;
+  constexpr unsigned F = kSum | kBackward | kDbias | kExtra;
   const size_t span = narrow::Span(cols);
   HWY_ALIGN T ext[kMaxSpan];
   HWY_ALIGN float acc[kMaxSpan];
@@ -174,7 +176,7 @@ HWY_INLINE void BiasBackwardNarrow(size_t rows, size_t cols, const typename S::T
     for (size_t b = 0; b < kDbiasGroup && g0 + b * span < n; ++b) {
       const size_t o = g0 + b * span;
       const size_t len = n - o < span ? n - o : span;
-      const Streams<S> s{dy + o, x + o, ext, dx + o, nullptr, acc};
+      const Streams<S> s{dy + o, x + o, ext, dx + o, nullptr, acc, y ? y + o : nullptr};
       if (b == 0) Row<Math, S, F | kAccInit>(len, s);
       else Row<Math, S, F | kAccAdd>(len, s);
     }
@@ -205,10 +207,12 @@ HWY_INLINE void GegluForwardNarrow(size_t rows, size_t h, const typename S::T* x
 
 // geglu_backward over `rows` rows of h (< kNarrowCols) columns per half:
 // dy rows h apart, x and dx rows 2h apart. Each span of x is read whole
-// before its dx is written (dx may be x).
-template <class Math, class S>
+// before its dx is written (dx may be x). kExtra: 0, or kValue to also store
+// y = gelu(value) * gate (laid out as dy).
+template <class Math, class S, unsigned kExtra = 0>
 HWY_INLINE void GegluBackwardNarrow(size_t rows, size_t h, const typename S::T* dy,
-                                    const typename S::T* x, typename S::T* dx) {
+                                    const typename S::T* x, typename S::T* dx,
+                                    typename S::T* y = nullptr) {
   using T = typename S::T;
   const size_t span = narrow::Span(h), k = span / h;
   HWY_ALIGN T v[kMaxSpan + kSpanAlign], g[kMaxSpan + kSpanAlign];
@@ -216,7 +220,8 @@ HWY_INLINE void GegluBackwardNarrow(size_t rows, size_t h, const typename S::T* 
   for (size_t r0 = 0; r0 < rows; r0 += k) {
     const size_t kr = rows - r0 < k ? rows - r0 : k;
     narrow::Deinterleave(2 * kr * h, h, x + r0 * 2 * h, v, g);
-    Row<Math, S, kGated | kBackward>(kr * h, {dy + r0 * h, v, g, dv, dg, nullptr});
+    Row<Math, S, kGated | kBackward | kExtra>(
+        kr * h, {dy + r0 * h, v, g, dv, dg, nullptr, y ? y + r0 * h : nullptr});
     narrow::Interleave(kr, h, dv, dg, dx + r0 * 2 * h);
   }
 }

@@ -15,6 +15,7 @@
 #include "command.hpp"
 #include "report_cliffs.hpp"
 #include "report_machine.hpp"
+#include "report_model_block.hpp"
 #include "report_onednn.hpp"
 #include "report_sections.hpp"
 #include "report_timing.hpp"
@@ -184,6 +185,7 @@ int run_report(const std::vector<std::string>& args) {
   }
   fill_torch(s, torch, pending, r);
   fs::remove_all(out_dir / "torch-jobs");
+  if (s.peers) r.model_block = run_model_block(s.quick, (out_dir / "model_block.md").string());
 
   // JSON first: the chart is drawn from it.
   const fs::path json_file = json_path.empty() ? out_dir / "report.json" : fs::path(json_path);
@@ -212,9 +214,10 @@ int run_report(const std::vector<std::string>& args) {
   write(json_file, json(r));
   write(out_dir / "report.md", markdown(r));
 
-  std::printf("%s\n%s\n%s\n%s\n%s\n", machine_section(r).c_str(),
+  std::printf("%s\n%s\n%s\n%s\n%s\n%s\n", machine_section(r).c_str(),
               accuracy_section(r).c_str(), throughput_section(r).c_str(),
-              cliffs_section(r).c_str(), overhead_section(r).c_str());
+              cliffs_section(r).c_str(), overhead_section(r).c_str(),
+              model_block_section(r).c_str());
   std::printf("Wrote %s, %s%s (%.0f s)\n", (out_dir / "report.md").c_str(),
               json_file.c_str(), r.chart.empty() ? "" : (", " + png.string()).c_str(),
               r.seconds);

@@ -18,13 +18,15 @@ Buffer& tensor_buffer(Case& c, int i) {
 
 namespace {
 
-// The case's tensor shapes and dtypes, without buffers.
+// The case's tensor shapes and dtypes, without buffers: the op's required
+// tensors (an optional output is not requested; the report times the op as
+// its callers run it by default).
 void lay_out(Case& c) {
   const core::OpDecl& op = op_decl(c.op);
   // The primary tensor: [rows, cols], or [rows, 2 cols] for a gated op.
   const std::vector<int64_t> primary{
       c.shape.rows, op.kind == core::OpKind::gated ? 2 * c.shape.cols : c.shape.cols};
-  for (int i = 0; i < op.num_tensors; ++i) {
+  for (int i = 0; i < op.required_tensors(); ++i) {
     c.shapes.push_back(core::tensor_shape(op, i, primary));
     // dbias in f32: the dtype a mixed-precision training step keeps it in.
     c.dtypes.push_back(op.tensors[i].role == Role::dbias ? DType::f32 : c.dtype);
@@ -37,7 +39,7 @@ Case make_case(OpId id, DType t, Shape s, bool fill) {
   const core::OpDecl& op = op_decl(id);
   Case c{id, t, s, {}, {}, {}, {}, {}, 0, 0, 0, 0, {}, {}};
   lay_out(c);
-  for (int i = 0; i < op.num_tensors; ++i) {
+  for (int i = 0; i < op.required_tensors(); ++i) {
     const Role r = op.tensors[i].role;
     const int64_t n = numel(c.shapes[i]);
     tensor_buffer(c, i) = Buffer(n * static_cast<int64_t>(dtype_size(c.dtypes[i])));
@@ -66,7 +68,7 @@ int64_t traffic_bytes(OpId id, DType t, Shape s) {
 void run_ours(Case& c, Approx form, int threads) {
   const core::OpDecl& op = op_decl(c.op);
   std::vector<TensorRef> t;
-  for (int i = 0; i < op.num_tensors; ++i)
+  for (int i = 0; i < op.required_tensors(); ++i)
     t.push_back({tensor_buffer(c, i).data(), c.dtypes[i], c.shapes[i]});
   op.call(t, Options{form, threads});
 }

@@ -164,13 +164,18 @@ std::string overhead_section(const Report& r) {
          table({"impl", "call", "ns per call"}, rows);
 }
 
+std::string model_block_section(const Report& r) {
+  return r.model_block.empty() ? "## Model block\n\nNot measured (--no-peers, or no python).\n"
+                               : r.model_block;
+}
+
 std::string markdown(const Report& r) {
   std::string s = "# gelu-fusion report\n\n`" + r.command + "` (" +
                   fmt("%.0f", r.seconds) + " s)\n\n## Timing rules\n\n";
   for (const auto& rule : r.rules) s += "- " + rule + "\n";
   s += "\n" + machine_section(r) + "\n" + accuracy_section(r) + "\n" +
        throughput_section(r) + "\n" + cliffs_section(r) + "\n" + overhead_section(r) +
-       "\n## Chart\n\n";
+       "\n" + model_block_section(r) + "\n## Chart\n\n";
   s += r.chart.empty() ? r.chart_note + "\n"
                        : "![GB/s against size](" + r.chart + ")\n\n" + r.chart_note + "\n";
   return s;

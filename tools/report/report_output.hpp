@@ -20,6 +20,8 @@ struct Report {
   std::vector<OverheadRow> overhead;
   std::string chart;  // file name of the PNG beside report.md, or ""
   std::string chart_note;
+  // The model-block section as markdown (report_model_block.py), or "".
+  std::string model_block;
   double seconds = 0;
 };
 
@@ -29,6 +31,7 @@ std::string accuracy_section(const Report&);
 std::string throughput_section(const Report&);
 std::string cliffs_section(const Report&);
 std::string overhead_section(const Report&);
+std::string model_block_section(const Report&);
 std::string markdown(const Report&);
 std::string json(const Report&);
 

@@ -17,13 +17,15 @@ import torch
 from . import _load  # noqa: F401  (registers torch.ops.gelu_fusion)
 from ._version import __version__  # project(gelu_fusion VERSION ...)
 from .functional import add_gelu, bias_gelu, geglu, gelu
+from .gelu_linear import GegluLinear, GeluLinear, bias_gelu_linear, geglu_linear
 from .modules import GELU, BiasGELU, LinearBiasGELU
 from .patch import PatchResult, patch
 from .fusion import fuse
 from .fusion_explain import explain
 
 __all__ = ["gelu", "bias_gelu", "add_gelu", "geglu", "GELU", "BiasGELU",
-           "LinearBiasGELU", "patch", "PatchResult", "fuse", "explain", "simd_target"]
+           "LinearBiasGELU", "patch", "PatchResult", "fuse", "explain", "simd_target",
+           "bias_gelu_linear", "geglu_linear", "GeluLinear", "GegluLinear"]
 
 
 def simd_target() -> str:

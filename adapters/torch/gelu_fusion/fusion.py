@@ -25,7 +25,7 @@ import torch.fx
 from torch import nn
 
 from . import fusion_add, fusion_bias, fusion_geglu, fusion_gelu
-from . import fusion_gelu_formula, fusion_transformer
+from . import fusion_gelu_formula, fusion_save_memory, fusion_transformer
 from .fusion_explain import Report, Site
 from .fusion_trace import (Untraceable, _special_leaf, check_mode_independent,
                            code_of, holds_no_gelu, trace)
@@ -113,7 +113,7 @@ class _Run:
     def module(self, m: nn.Module, path: str) -> nn.Module:
         """m fused: a replacement, or m itself changed in place."""
         if fusion_transformer.handles(m):
-            site = fusion_transformer.fuse(m, path, self.apply)
+            site = fusion_transformer.fuse(m, path, self.apply, self.opts["save_memory"])
             if site is not None:
                 self.report.sites.append(site)
             return m
@@ -178,19 +178,21 @@ class _Run:
             fusion_bias.fuse(gm)
         if o["add"]:
             fusion_add.fuse(gm)
+        if o["save_memory"]:
+            fusion_save_memory.fuse(gm)
         return sites
 
 
 def run_fuse(model: nn.Module, *, approximate_match: bool = True,
              bias: bool = True, add: bool = True, geglu: bool = True,
-             apply: bool = True) -> Tuple[nn.Module, Report]:
+             save_memory: bool = True, apply: bool = True) -> Tuple[nn.Module, Report]:
     """fuse's work: (the fused model, what was found). With apply=False
     nothing is changed and the model is returned as it is."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"gelu_fusion.fuse: model is {type(model).__name__}, "
                         "expected a torch.nn.Module")
     run = _Run(dict(approximate_match=approximate_match, bias=bias, add=add,
-                    geglu=geglu), apply)
+                    geglu=geglu, save_memory=save_memory), apply)
     out = run.module(model, "")
     if not run.report.sites:
         warnings.warn("gelu_fusion.fuse: found no GELU in the model "
@@ -202,7 +204,8 @@ def run_fuse(model: nn.Module, *, approximate_match: bool = True,
 
 
 def fuse(model: nn.Module, *, approximate_match: bool = True, bias: bool = True,
-         add: bool = True, geglu: bool = True, verbose: bool = False) -> nn.Module:
+         add: bool = True, geglu: bool = True, save_memory: bool = True,
+         verbose: bool = False) -> nn.Module:
     """Returns `model` with its GELUs running through gelu_fusion's ops.
 
     Finds nn.GELU, F.gelu / torch.gelu (any `approximate`), activation
@@ -210,7 +213,11 @@ def fuse(model: nn.Module, *, approximate_match: bool = True, bias: bool = True,
     quick formulas spelled out; fuses a biased Linear / F.linear / addmm
     before a GELU into bias_gelu (bias), `gelu(a + b)` into add_gelu (add),
     and GeGLU into geglu (geglu). Transformer layers with a GELU activation
-    get their feed-forward block fused.
+    get their feed-forward block fused. With save_memory, a GELU or GeGLU
+    whose only user is a Linear becomes one node with it that keeps the
+    GELU's input and not its output for the backward (recomputed in the
+    fused backward pass; same results, one [..., hidden] tensor less per
+    block); a dropout in between is left unfused (explain says which).
 
     Submodules are replaced inside `model`; when `model` itself is traced
     whole, the returned module replaces it, so always use the return value.
@@ -219,7 +226,8 @@ def fuse(model: nn.Module, *, approximate_match: bool = True, bias: bool = True,
     gelu_fusion.explain does); a model with no GELU found warns.
     """
     out, report = run_fuse(model, approximate_match=approximate_match,
-                           bias=bias, add=add, geglu=geglu, apply=True)
+                           bias=bias, add=add, geglu=geglu, save_memory=save_memory,
+                           apply=True)
     if verbose:
         print(report.table())
     return out

@@ -114,4 +114,4 @@ def _mm(graph, before, a, w):
 def _done(new, site) -> None:
     site.result = "bias_gelu"
     site.reason = "bias 1-D of the last dim (checked at each call)"
-    new.meta.pop("gf_site", None)
+    new.meta["gf_fused_site"] = new.meta.pop("gf_site", site)  # for save_memory

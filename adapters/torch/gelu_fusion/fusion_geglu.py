@@ -141,6 +141,6 @@ def fuse(gm) -> None:
 
 
 def _done(new, site, why) -> None:
-    new.meta.pop("gf_site", None)
+    new.meta["gf_fused_site"] = new.meta.pop("gf_site", site)  # for save_memory
     site.result = "geglu"
     site.reason = why

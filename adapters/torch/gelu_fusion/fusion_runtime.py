@@ -7,7 +7,7 @@ All are TorchScript-compatible (a fused model scripts where the original
 did) and call the public functions of gelu_fusion.functional, whose
 fallbacks and promotion rules then apply.
 """
-from typing import List
+from typing import List, Optional
 
 import torch
 import torch.nn.functional as F
@@ -121,3 +121,108 @@ def geglu_two_linears_bias(x: Tensor, w_gate: Tensor, w_up: Tensor,
     w = torch.cat([w_gate, w_up], 0)
     b = torch.cat([b_gate, b_up], 0)
     return geglu(F.linear(x, w, b), approximate)
+
+
+# --- The GELU and the next Linear as one node (fusion_save_memory) ---------
+# Each keeps the GELU's input for the backward and not its output
+# (gelu_linear.py) where the tensors fit the kernels and a backward will
+# run; else (TorchScript, no grad, other dtypes or devices, forward-mode
+# AD) it computes the fused GELU then the Linear, as before.
+
+def _keeps_input(h: Tensor, w2: Tensor) -> bool:
+    import torch.autograd.forward_ad as fwAD
+    from .functional import _on_kernel
+    if not torch.is_grad_enabled() or fwAD._current_level >= 0:
+        return False
+    if not (_on_kernel(h) and w2.is_cpu and h.dim() >= 1):
+        return False
+    return w2.dtype == h.dtype or torch.is_autocast_cpu_enabled()
+
+
+@torch.jit.unused
+def _eager_bias_gelu_linear(h: Tensor, b1: Optional[Tensor], w2: Tensor,
+                            b2: Optional[Tensor], approximate: str) -> Tensor:
+    from .gelu_linear import bias_gelu_linear
+    if (b1 is None or _bias_fits(h, b1)) and _keeps_input(h, w2):
+        return bias_gelu_linear(h, b1, w2, b2, approximate)
+    y = gelu(h, approximate) if b1 is None else bias_gelu_or_add(h, b1, approximate)
+    return F.linear(y, w2, b2)
+
+
+@torch.jit.unused
+def _eager_geglu_linear(x: Tensor, w2: Tensor, b2: Optional[Tensor], approximate: str,
+                        gelu_half: str) -> Tensor:
+    from .gelu_linear import geglu_linear
+    if _keeps_input(x, w2) and x.shape[-1] % 2 == 0:
+        return geglu_linear(x, w2, b2, approximate, gelu_half)
+    h = x.shape[-1] // 2
+    if gelu_half == "second":
+        return F.linear(geglu_halves_gelu_second(x, h, approximate), w2, b2)
+    return F.linear(geglu_halves(x, h, approximate), w2, b2)
+
+
+def gelu_linear(h: Tensor, w2: Tensor, b2: Optional[Tensor], approximate: str) -> Tensor:
+    """F.linear(gelu(h), w2, b2), keeping h and not gelu(h)."""
+    if torch.jit.is_scripting():
+        return F.linear(gelu(h, approximate), w2, b2)
+    return _eager_bias_gelu_linear(h, None, w2, b2, approximate)
+
+
+def linear_bias_gelu_linear(x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor,
+                            b2: Optional[Tensor], approximate: str) -> Tensor:
+    """F.linear(gelu(F.linear(x, w1, b1)), w2, b2), keeping x and the
+    bias-free F.linear(x, w1), not the GELU's output."""
+    if torch.jit.is_scripting():
+        return F.linear(linear_bias_gelu(x, w1, b1, approximate), w2, b2)
+    h = F.linear(x, w1)
+    return _eager_bias_gelu_linear(h, b1.to(h.dtype), w2, b2, approximate)
+
+
+def geglu_halves_linear(x: Tensor, half: int, w2: Tensor, b2: Optional[Tensor],
+                        approximate: str) -> Tensor:
+    """F.linear(geglu_halves(x, half), w2, b2), keeping x, not geglu(x)."""
+    n = x.shape[-1] if x.dim() >= 1 else 0
+    h = (n + 1) // 2 if half < 0 else half
+    if torch.jit.is_scripting() or not (x.dim() >= 1 and 2 * h == n):
+        return F.linear(geglu_halves(x, half, approximate), w2, b2)
+    return _eager_geglu_linear(x, w2, b2, approximate, "first")
+
+
+def geglu_halves_gelu_second_linear(x: Tensor, half: int, w2: Tensor,
+                                    b2: Optional[Tensor], approximate: str) -> Tensor:
+    """F.linear(geglu_halves_gelu_second(x, half), w2, b2), keeping x."""
+    n = x.shape[-1] if x.dim() >= 1 else 0
+    h = (n + 1) // 2 if half < 0 else half
+    if torch.jit.is_scripting() or not (x.dim() >= 1 and 2 * h == n):
+        return F.linear(geglu_halves_gelu_second(x, half, approximate), w2, b2)
+    return _eager_geglu_linear(x, w2, b2, approximate, "second")
+
+
+def geglu_two_linears_linear(x: Tensor, w_gate: Tensor, w_up: Tensor, w2: Tensor,
+                             b2: Optional[Tensor], approximate: str) -> Tensor:
+    """F.linear(geglu_two_linears(...), w2, b2), keeping the stacked
+    projection, not geglu's output."""
+    if torch.jit.is_scripting():
+        return F.linear(geglu_two_linears(x, w_gate, w_up, approximate), w2, b2)
+    return _eager_geglu_linear(F.linear(x, torch.cat([w_gate, w_up], 0)), w2, b2,
+                               approximate, "first")
+
+
+def geglu_two_linears_bias_linear(x: Tensor, w_gate: Tensor, w_up: Tensor,
+                                  b_gate: Tensor, b_up: Tensor, w2: Tensor,
+                                  b2: Optional[Tensor], approximate: str) -> Tensor:
+    """As geglu_two_linears_linear, with each Linear's bias."""
+    if torch.jit.is_scripting():
+        return F.linear(geglu_two_linears_bias(x, w_gate, w_up, b_gate, b_up, approximate),
+                        w2, b2)
+    p = F.linear(x, torch.cat([w_gate, w_up], 0), torch.cat([b_gate, b_up], 0))
+    return _eager_geglu_linear(p, w2, b2, approximate, "first")
+
+
+_WITH_NEXT_LINEAR = {"gelu_linear": "gelu", "linear_bias_gelu_linear": "bias_gelu",
+                     "geglu_halves_linear": "geglu",
+                     "geglu_halves_gelu_second_linear": "geglu",
+                     "geglu_two_linears_linear": "geglu",
+                     "geglu_two_linears_bias_linear": "geglu"}
+__all__ += list(_WITH_NEXT_LINEAR)
+RESULT.update(_WITH_NEXT_LINEAR)

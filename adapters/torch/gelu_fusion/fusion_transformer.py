@@ -54,7 +54,7 @@ def handles(m: nn.Module) -> bool:
     return type(m) in _FUSED or type(m) in _FUSED.values()
 
 
-def fuse(m: nn.Module, path: str, apply: bool):
+def fuse(m: nn.Module, path: str, apply: bool, save_memory: bool = False):
     """Fuses one layer in place (when `apply`); returns its Site, or None
     when its activation is not a GELU."""
     name = type(m).__name__
@@ -75,6 +75,9 @@ def fuse(m: nn.Module, path: str, apply: bool):
         site.result = "bias_gelu"
         site.reason = ("feed-forward block; inference keeps PyTorch's fast path"
                        if type(m) is nn.TransformerEncoderLayer else "feed-forward block")
+        if save_memory:
+            site.reason += ("; memory saving not applied: a dropout between the GELU "
+                            "and linear2 (the dropout's input is kept)")
         if apply:
             m.gelu_fusion_approximate = form
             m.__class__ = _FUSED[type(m)]

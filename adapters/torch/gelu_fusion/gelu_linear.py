@@ -1,0 +1,226 @@
+"""GELU -> Linear (and GeGLU -> Linear) as one autograd node that keeps the
+pre-activation and never the GELU's output: activation memory saving.
+
+In ``linear(gelu(h + b1), W2, b2)`` PyTorch keeps both h (for the GELU's
+backward) and y = gelu(h + b1) (for W2's gradient). y is a pure function of
+h, so this node keeps only h (and b1, W2), frees y right after the forward's
+matmul and gets it back in the backward from the fused GELU backward pass,
+which reads h once and writes dh, db1 and y together
+(``torch.ops.gelu_fusion.bias_gelu_backward_and_value``). The results are
+the same as the unfused modules', with the memory of one [..., hidden]
+tensor less per block.
+
+    z = bias_gelu_linear(h, b1, W2, b2)   # h = x @ W1.T, its own autograd
+    z = geglu_linear(x2h, W2, b2)         # linear(geglu(x2h), W2, b2)
+
+``GeluLinear`` and ``GegluLinear`` wrap existing Linear modules (sharing
+their Parameters). A backward with create_graph=True (double backward)
+computes its gradients from PyTorch's own ops instead, so that they are
+differentiable; tensors without a kernel (float64, other devices) and
+forward-mode AD compute the unfused composition.
+"""
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .functional import _composed_gelu, _on_kernel
+from .modules import _check_approximate
+
+_ops = torch.ops.gelu_fusion
+
+
+# gated: None for a GELU, else geglu's gelu_half ('first' or 'second').
+def _value(h: Tensor, bias1: Optional[Tensor], approximate: str,
+           gated: Optional[str]) -> Tensor:
+    if gated:
+        return _ops.geglu(h, approximate=approximate, gelu_half=gated)
+    if bias1 is None:
+        return _ops.gelu(h, approximate=approximate)
+    return _ops.bias_gelu(h, bias1, approximate=approximate)
+
+
+def _composed_value(h: Tensor, bias1: Optional[Tensor], approximate: str,
+                    gated: Optional[str]) -> Tensor:
+    """_value from PyTorch's ops (differentiable any number of times)."""
+    if gated:
+        a, b = h.chunk(2, dim=-1)
+        if gated == "second":
+            a, b = b, a
+        return _composed_gelu(a, approximate) * b
+    return _composed_gelu(h if bias1 is None else h + bias1, approximate)
+
+
+def _composed_backward(ctx, dz):
+    """The node's gradients as differentiable PyTorch ops, for a backward
+    with create_graph=True."""
+    h, bias1, weight2 = ctx.saved_tensors
+    need_h, need_b1, need_w2, need_b2 = ctx.needs_input_grad[:4]
+    y = _composed_value(h, bias1, ctx.approximate, ctx.gated)
+    wrt = [t for t, need in ((h, need_h), (bias1, need_b1)) if need]
+    found = []
+    if wrt:
+        found = list(torch.autograd.grad(y, wrt, torch.matmul(dz, weight2),
+                                         create_graph=True))
+    dh = found.pop(0) if need_h else None
+    db1 = found.pop(0) if need_b1 else None
+    dz2 = dz.reshape(-1, dz.shape[-1])
+    dw2 = dz2.t().mm(y.reshape(-1, y.shape[-1])) if need_w2 else None
+    db2 = dz2.sum(0) if need_b2 else None
+    return dh, db1, dw2, db2, None, None
+
+
+class _ActivationLinear(torch.autograd.Function):
+    """z = linear(act(h [+ bias1]), weight2, bias2); saves h, bias1, weight2."""
+
+    @staticmethod
+    def forward(ctx, h, bias1, weight2, bias2, approximate, gated):
+        y = _value(h, bias1, approximate, gated)
+        z = F.linear(y, weight2, bias2)
+        del y  # the matmul has consumed it; the backward recomputes it
+        ctx.save_for_backward(h, bias1, weight2)
+        ctx.approximate = approximate
+        ctx.gated = gated
+        return z
+
+    @staticmethod
+    def backward(ctx, dz):
+        if torch.is_grad_enabled():  # backward(create_graph=True)
+            return _composed_backward(ctx, dz)
+        h, bias1, weight2 = ctx.saved_tensors
+        need_h, need_b1, need_w2, need_b2 = ctx.needs_input_grad[:4]
+        a = ctx.approximate
+        dh = db1 = dw2 = db2 = None
+        dz2 = dz.reshape(-1, dz.shape[-1])
+        if need_h or need_b1:
+            dy = torch.matmul(dz, weight2)
+            # y is written over dY, a temporary of its shape, when dY has h's
+            # dtype: no buffer is allocated for y (with glibc's default
+            # malloc a fresh one cost ~4 % of a GPT-2 MLP step,
+            # tools/report/report_model_block.py).
+            if dy.dtype == h.dtype and dy.is_contiguous():
+                y = dy
+                if ctx.gated:
+                    dh = _ops.geglu_backward_and_value.out(dy, h, approximate=a,
+                                                           gelu_half=ctx.gated, y=y)
+                elif bias1 is None:
+                    dh = _ops.gelu_backward_and_value.out(dy, h, approximate=a, y=y)
+                else:
+                    dh, db1 = _ops.bias_gelu_backward_and_value.out(dy, h, bias1,
+                                                                    approximate=a, y=y)
+            elif ctx.gated:
+                dh, y = _ops.geglu_backward_and_value(dy, h, approximate=a,
+                                                      gelu_half=ctx.gated)
+            elif bias1 is None:
+                dh, y = _ops.gelu_backward_and_value(dy, h, approximate=a)
+            else:
+                dh, db1, y = _ops.bias_gelu_backward_and_value(dy, h, bias1, approximate=a)
+            del dy
+        elif need_w2:  # only W2's gradient: y alone, from the forward op
+            y = _value(h, bias1, a, ctx.gated)
+        if need_w2:
+            dw2 = dz2.t().mm(y.reshape(-1, y.shape[-1]))
+        if need_b2:
+            db2 = dz2.sum(0)
+        return (dh if need_h else None, db1 if need_b1 else None, dw2, db2, None, None)
+
+
+def _apply(h, bias1, weight2, bias2, approximate, gated):
+    _check_approximate(approximate)
+    import torch.autograd.forward_ad as fwAD
+    if not _on_kernel(h) or fwAD._current_level >= 0:
+        if bias1 is not None and bias1.dim() != 1:
+            raise RuntimeError(f"gelu_fusion.bias_gelu_linear: bias1 has shape "
+                               f"{list(bias1.shape)}, expected [{h.shape[-1]}]")
+        return F.linear(_composed_value(h, bias1, approximate, gated), weight2, bias2)
+    if torch.is_autocast_cpu_enabled():
+        # As autocast runs the unfused modules: the matmul in the autocast
+        # dtype, the GELU in its input's dtype (h is the first Linear's
+        # autocast output). The casts stay outside the node so their
+        # gradients flow back to the f32 Parameters.
+        t = torch.get_autocast_cpu_dtype()
+        cast = lambda v: None if v is None else v.to(t)  # noqa: E731
+        with torch.autocast("cpu", enabled=False):
+            return _ActivationLinear.apply(cast(h), cast(bias1), cast(weight2),
+                                           cast(bias2), approximate, gated)
+    if bias1 is not None and bias1.dtype != h.dtype:
+        bias1 = bias1.to(h.dtype)
+    return _ActivationLinear.apply(h, bias1, weight2, bias2, approximate, gated)
+
+
+def bias_gelu_linear(h: Tensor, bias1: Optional[Tensor], weight2: Tensor,
+                     bias2: Optional[Tensor] = None, approximate: str = "none") -> Tensor:
+    """linear(gelu(h + bias1), weight2, bias2), keeping h but not the GELU's
+    output for the backward. bias1 (1-D, h's last dim) and bias2 may be None."""
+    return _apply(h, bias1, weight2, bias2, approximate, None)
+
+
+def geglu_linear(x: Tensor, weight2: Tensor, bias2: Optional[Tensor] = None,
+                 approximate: str = "none", gelu_half: str = "first") -> Tensor:
+    """linear(geglu(x), weight2, bias2), x [..., 2H] -> [..., out], keeping x
+    but not geglu(x) for the backward. gelu_half as geglu's: 'second' is
+    x[..., :H] * gelu(x[..., H:])."""
+    if gelu_half not in ("first", "second"):
+        raise ValueError(f"gelu_fusion.geglu_linear: gelu_half is {gelu_half!r}, "
+                         "expected 'first' or 'second'")
+    return _apply(x, None, weight2, bias2, approximate, gelu_half)
+
+
+class GeluLinear(nn.Module):
+    """fc2(gelu(fc1(x))) with the GELU's output not kept for the backward.
+
+    fc1 runs as a bias-free matmul (its own autograd, its input kept as
+    usual); its bias, the GELU and fc2 are one node (bias_gelu_linear).
+    Wraps the given Linears' Parameters (shared, not copied): state_dict
+    keys are ``fc1.*`` and ``fc2.*``.
+    """
+
+    def __init__(self, fc1: nn.Linear, fc2: nn.Linear, approximate: str = "none") -> None:
+        super().__init__()
+        _check_approximate(approximate)
+        if fc2.in_features != fc1.out_features:
+            raise ValueError(f"GeluLinear: fc2.in_features is {fc2.in_features}, expected "
+                             f"{fc1.out_features} (fc1.out_features)")
+        self.fc1, self.fc2, self.approximate = fc1, fc2, approximate
+
+    @classmethod
+    def from_modules(cls, fc1: nn.Linear, gelu: nn.Module, fc2: nn.Linear) -> "GeluLinear":
+        """For fc1 -> gelu -> fc2 with gelu an nn.GELU or gelu_fusion.GELU
+        (its `approximate` is kept): what a graph pass swaps the three for."""
+        return cls(fc1, fc2, getattr(gelu, "approximate", "none"))
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = F.linear(x, self.fc1.weight)
+        return bias_gelu_linear(h, self.fc1.bias, self.fc2.weight, self.fc2.bias,
+                                self.approximate)
+
+    def extra_repr(self) -> str:
+        return "approximate={}".format(repr(self.approximate))
+
+
+class GegluLinear(nn.Module):
+    """fc2(geglu(fc1(x))), fc1 projecting to 2H, with geglu's output not
+    kept for the backward (geglu_linear). Shares the Linears' Parameters.
+    gelu_half='second': the GELU on the second half of fc1's output."""
+
+    def __init__(self, fc1: nn.Linear, fc2: nn.Linear, approximate: str = "none",
+                 gelu_half: str = "first") -> None:
+        super().__init__()
+        _check_approximate(approximate)
+        if fc1.out_features != 2 * fc2.in_features:
+            raise ValueError(f"GegluLinear: fc1.out_features is {fc1.out_features}, "
+                             f"expected {2 * fc2.in_features} (2 x fc2.in_features)")
+        if gelu_half not in ("first", "second"):
+            raise ValueError(f"GegluLinear: gelu_half is {gelu_half!r}, "
+                             "expected 'first' or 'second'")
+        self.fc1, self.fc2, self.approximate = fc1, fc2, approximate
+        self.gelu_half = gelu_half
+
+    def forward(self, x: Tensor) -> Tensor:
+        return geglu_linear(self.fc1(x), self.fc2.weight, self.fc2.bias, self.approximate,
+                            self.gelu_half)
+
+    def extra_repr(self) -> str:
+        s = "approximate={}".format(repr(self.approximate))
+        return s + (", gelu_half='second'" if self.gelu_half == "second" else "")
