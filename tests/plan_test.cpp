@@ -53,10 +53,11 @@ void expect_exact_tiling(const Plan& p, int64_t rows, int64_t cols) {
     ASSERT_LE(k.col0 + k.cols, cols);
     ASSERT_EQ(k.row0, k.row_task * p.row_block);
     covered += k.rows * k.cols;
-    if (small)
+    if (small) {
       for (int64_t r = k.row0; r < k.row0 + k.rows; ++r)
         for (int64_t c = k.col0; c < k.col0 + k.cols; ++c)
           ASSERT_EQ(seen[r * cols + c]++, 0) << "element " << r << "," << c << " twice";
+    }
   }
   EXPECT_EQ(covered, rows * cols);
 }
@@ -202,9 +203,10 @@ TEST(Plan, WorkingSetFitsHalfOfL2) {
   for (const Shape& s : kShapes) {
     const Plan p = make_plan(s.rows, s.cols, DType::f32, 3, kDev, 0);
     // Unless the row-block cap (kMaxRowTasks) forced taller blocks.
-    if (s.rows <= kMaxRowTasks)
+    if (s.rows <= kMaxRowTasks) {
       EXPECT_LE(p.row_block * p.col_block * 12, kDev.l2_bytes / 2 + 64 * 12)
           << s.rows << "x" << s.cols;
+    }
   }
 }
 

@@ -3,14 +3,18 @@
 // struct and the fusion flags are template parameters, nothing is copied per
 // dtype or per op).
 //
-// Row walks `count` consecutive positions one vector at a time. The last,
-// partial vector goes through the same Step with kTail = true: its inputs are
-// copied into a zero-padded stack buffer and its outputs out of one, so no
-// lane is read or written out of bounds on any target (Highway 1.0 has no
-// LoadN, and its MaskedLoad may touch the whole vector on SSE4/EMU128).
+// Row walks `count` consecutive positions a step (two vectors) at a time,
+// in blocks of kBlockSteps steps: every step runs the core; the lanes that
+// need the exact tail are packed and run densely at the end of the block
+// (Deferred, FinishDeferred), so the tail costs per tail lane. The last,
+// partial step goes through the same Step (TailStep): its inputs are copied
+// into a zero-padded stack buffer and its outputs out of one, so no lane is
+// read or written out of bounds on any target (Highway 1.0 has no LoadN,
+// and its MaskedLoad may touch the whole vector on SSE4/EMU128).
 //
-// In place: a step loads all of its inputs before it stores, and positions
-// map one to one, so an output may be the very buffer of an input.
+// In place: a step loads all of its inputs before it stores (a deferred
+// step's tail inputs are copies), and positions map one to one, so an
+// output may be the very buffer of an input.
 //
 // Per-target include guard (Highway's toggle pattern).
 #if defined(GELU_CPU_DRIVER_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -194,9 +198,104 @@ HWY_INLINE size_t StepLanes(DF df) {
   return 2 * hn::Lanes(df);
 }
 
-// One full step of positions [i, i + StepLanes).
+// The lanes of one vector that mask m selects, packed to the front of
+// dst (a whole vector is written); returns how many.
+template <class DF>
+HWY_INLINE size_t CompressTo(DF df, hn::Vec<DF> v, hn::Mask<DF> m, float* dst) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if constexpr (hn::MaxLanes(DF()) == 16) {
+    // The register form: Zen 4 microcodes vcompressps to memory (slow).
+    _mm512_storeu_ps(dst, _mm512_maskz_compress_ps(m.raw, v.raw));
+    return static_cast<size_t>(__builtin_popcount(m.raw));
+  }
+#endif
+  hn::StoreU(hn::Compress(v, m), df, dst);
+  return hn::CountTrue(df, m);
+}
+
+// v with the lanes of mask m (bits, lane 0 in bit 0) replaced by src[0],
+// src[1], ... in lane order (Highway 1.0 has no Expand); `used` += how many.
+template <class DF>
+HWY_INLINE hn::Vec<DF> ExpandFrom(DF df, hn::Vec<DF> v, uint64_t bits, const float* src,
+                                  size_t& used) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if constexpr (hn::MaxLanes(DF()) == 16) {
+    used += static_cast<size_t>(__builtin_popcount(static_cast<unsigned>(bits)));
+    // The register form too: the empty asm keeps g++ from folding the load
+    // into vexpandps from memory, which Zen 4 microcodes (slow).
+    __m512 packed = _mm512_loadu_ps(src);
+    asm("" : "+v"(packed));
+    return hn::Vec<DF>{_mm512_mask_expand_ps(v.raw, static_cast<__mmask16>(bits), packed)};
+  }
+#endif
+  HWY_ALIGN float lanes[kMaxF32Lanes];
+  hn::Store(v, df, lanes);
+  size_t k = 0;
+  for (size_t j = 0; j < hn::Lanes(df); ++j)
+    if ((bits >> j) & 1) lanes[j] = src[k++];
+  used += k;
+  return hn::Load(df, lanes);
+}
+
+template <class DF>
+HWY_INLINE uint64_t MaskBits(DF df, hn::Mask<DF> m) {
+  uint8_t bytes[8] = {};
+  hn::StoreMaskBits(df, m, bytes);
+  uint64_t bits;
+  std::memcpy(&bits, bytes, sizeof(bits));
+  return bits;
+}
+
+// Steps per block: a step whose pair holds a tail lane (|x| >= 3.875, inf,
+// NaN) stores its core results here instead of its outputs, and its tail
+// lanes' inputs are packed densely; at the end of the block one pass runs
+// the tail path over the packed lanes and the steps are completed. So the
+// tail costs per tail lane, not per pair that holds one.
+inline constexpr size_t kBlockSteps = 16;
+// AVX-512 only: it compresses and expands in one instruction each. Highway
+// 1.0 has no Expand, and the emulated one (through the stack, per lane) made
+// AVX2 slower than the blended math in place (erf backward at N(0, 3): 5-8
+// -> 22 ns/element, -march=haswell build of tools/fit/bench_sigma.cpp), so
+// other targets keep the blended math for a step with a tail lane.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+inline constexpr bool kDeferTails = true;
+#else
+inline constexpr bool kDeferTails = false;
+#endif
+// A pair with more than this many vectors' worth of tail lanes runs the
+// blended math in place instead (deferring costs a fixed amount per pair
+// on top of the core; the blended math costs the tail for every lane).
+inline constexpr size_t kDeferLanes = 1;
+
+// f32 outputs without dbias: a deferred step stores its core results as
+// any step does, and FinishDeferred patches its tail lanes in place (the
+// outputs are the steps' own positions). Otherwise (a rounding storage,
+// the dbias sums) the core results wait in Deferred::out/out2/val.
+template <class S, unsigned F>
+constexpr bool kPatchOutputs =
+    std::is_same_v<S, F32> && (F & (kAccInit | kAccAdd)) == 0;
+
+struct Deferred {
+  size_t steps = 0;  // deferred steps
+  size_t lanes = 0;  // packed tail lanes
+  size_t pos[kBlockSteps];
+  uint64_t bits[kBlockSteps][2];  // tail lanes of the step's two vectors
+  // The steps' core results (garbage in tail lanes), f32.
+  HWY_ALIGN float out[kBlockSteps][kMaxStep];
+  HWY_ALIGN float out2[kBlockSteps][kMaxStep];
+  HWY_ALIGN float val[kBlockSteps][kMaxStep];  // kValue
+  // Packed tail lanes: x (pre-activation), the gate, dy; then the results
+  // (out over x, out2 over x2, val over dy). One spare vector for the compress's
+  // whole-vector write and the last partial vector.
+  HWY_ALIGN float x[kBlockSteps * kMaxStep + kMaxF32Lanes];
+  HWY_ALIGN float x2[kBlockSteps * kMaxStep + kMaxF32Lanes];
+  HWY_ALIGN float dy[kBlockSteps * kMaxStep + kMaxF32Lanes];
+};
+
+// One full step of positions [i, i + StepLanes): the core for every lane;
+// a pair with a tail lane is deferred (FinishDeferred completes it).
 template <class Math, class S, unsigned F, class DF>
-HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i) {
+HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
   constexpr bool kTwo = (F & (kSum | kGated)) != 0;
   constexpr bool kBwd = (F & kBackward) != 0;
   constexpr bool kOut2 = (F & kGated) != 0 && kBwd;
@@ -213,14 +312,50 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i) {
     xa = hn::Add(xa, x2a);
     xb = hn::Add(xb, x2b);
   }
+  using Core = typename Math::CoreOnly;
   // One tail check for both vectors (a branch per vector costs ~5%).
   if (HWY_LIKELY(Math::AllCore(df, xa, xb))) {
-    using Core = typename Math::CoreOnly;
     Compute<Core, F>(df, xa, x2a, dya, outa, out2a, vala);
     Compute<Core, F>(df, xb, x2b, dyb, outb, out2b, valb);
-  } else {
+  } else if (!kDeferTails) {
+    (void)def;
     Compute<Math, F>(df, xa, x2a, dya, outa, out2a, vala);
     Compute<Math, F>(df, xb, x2b, dyb, outb, out2b, valb);
+  } else if (const auto ta = Math::IsTail(df, xa), tb = Math::IsTail(df, xb);
+             hn::CountTrue(df, ta) + hn::CountTrue(df, tb) > kDeferLanes * hn::Lanes(df)) {
+    // Mostly tail lanes: the blended math, which skips the core for a
+    // vector wholly in the tail.
+    Compute<Math, F>(df, xa, x2a, dya, outa, out2a, vala);
+    Compute<Math, F>(df, xb, x2b, dyb, outb, out2b, valb);
+  } else {
+    Compute<Core, F>(df, xa, x2a, dya, outa, out2a, vala);
+    Compute<Core, F>(df, xb, x2b, dyb, outb, out2b, valb);
+    const size_t k = def.steps++;
+    const size_t N = hn::Lanes(df);
+    def.pos[k] = i;
+    if constexpr (!kPatchOutputs<S, F>) {
+      hn::Store(outa, df, def.out[k]);
+      hn::Store(outb, df, def.out[k] + N);
+      if constexpr (kOut2) {
+        hn::Store(out2a, df, def.out2[k]);
+        hn::Store(out2b, df, def.out2[k] + N);
+      }
+      if constexpr (kVal) {
+        hn::Store(vala, df, def.val[k]);
+        hn::Store(valb, df, def.val[k] + N);
+      }
+    }
+    def.bits[k][0] = MaskBits(df, ta);
+    def.bits[k][1] = MaskBits(df, tb);
+    const size_t at = def.lanes;
+    size_t na = CompressTo(df, xa, ta, def.x + at);
+    if constexpr ((F & kGated) != 0) CompressTo(df, x2a, ta, def.x2 + at);
+    if constexpr (kBwd) CompressTo(df, dya, ta, def.dy + at);
+    size_t nb = CompressTo(df, xb, tb, def.x + at + na);
+    if constexpr ((F & kGated) != 0) CompressTo(df, x2b, tb, def.x2 + at + na);
+    if constexpr (kBwd) CompressTo(df, dyb, tb, def.dy + at + na);
+    def.lanes = at + na + nb;
+    if constexpr (!kPatchOutputs<S, F>) return;
   }
   S::Store2(df, outa, outb, s.out + i);
   if constexpr (kOut2) S::Store2(df, out2a, out2b, s.out2 + i);
@@ -230,6 +365,63 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i) {
     Accumulate<F>(df, outa, s.acc + i);
     Accumulate<F>(df, outb, s.acc + i + hn::Lanes(df));
   }
+}
+
+// The tail path over the packed lanes (every lane is in the tail, so the
+// same per-lane op as Compute<Math> gives there), then each deferred step
+// gets its tail lanes' results put back and stores as Step would have.
+template <class Math, class S, unsigned F, class DF>
+HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
+  constexpr bool kOut2 = (F & kGated) != 0 && (F & kBackward) != 0;
+  constexpr bool kVal = (F & kValue) != 0 && (F & kBackward) != 0;
+  const size_t N = hn::Lanes(df);
+  // The last partial vector's spare lanes: a benign tail input.
+  hn::StoreU(hn::Set(df, -4.0f), df, def.x + def.lanes);
+  hn::StoreU(hn::Zero(df), df, def.x2 + def.lanes);
+  hn::StoreU(hn::Zero(df), df, def.dy + def.lanes);
+  using Tail = typename Math::TailOnly;
+  for (size_t j = 0; j < def.lanes; j += N) {
+    hn::Vec<DF> out, out2, val;
+    Compute<Tail, F>(df, hn::Load(df, def.x + j), hn::Load(df, def.x2 + j),
+                     hn::Load(df, def.dy + j), out, out2, val);
+    hn::Store(out, df, def.x + j);
+    if constexpr (kOut2) hn::Store(out2, df, def.x2 + j);
+    if constexpr (kVal) hn::Store(val, df, def.dy + j);
+  }
+  size_t used = 0;
+  for (size_t k = 0; k < def.steps; ++k) {
+    const size_t i = def.pos[k];
+    const size_t at = used;
+    constexpr bool kPatch = kPatchOutputs<S, F>;
+    const float* core = kPatch ? reinterpret_cast<const float*>(s.out + i) : def.out[k];
+    auto outa = ExpandFrom(df, hn::LoadU(df, core), def.bits[k][0], def.x + used, used);
+    auto outb = ExpandFrom(df, hn::LoadU(df, core + N), def.bits[k][1], def.x + used, used);
+    S::Store2(df, outa, outb, s.out + i);
+    if constexpr (kOut2) {
+      size_t used2 = at;
+      const float* core2 = kPatch ? reinterpret_cast<const float*>(s.out2 + i) : def.out2[k];
+      const auto out2a =
+          ExpandFrom(df, hn::LoadU(df, core2), def.bits[k][0], def.x2 + used2, used2);
+      const auto out2b =
+          ExpandFrom(df, hn::LoadU(df, core2 + N), def.bits[k][1], def.x2 + used2, used2);
+      S::Store2(df, out2a, out2b, s.out2 + i);
+    }
+    if constexpr (kVal) {
+      size_t used3 = at;
+      const float* core3 = kPatch ? reinterpret_cast<const float*>(s.val + i) : def.val[k];
+      const auto vala =
+          ExpandFrom(df, hn::LoadU(df, core3), def.bits[k][0], def.dy + used3, used3);
+      const auto valb =
+          ExpandFrom(df, hn::LoadU(df, core3 + N), def.bits[k][1], def.dy + used3, used3);
+      S::Store2(df, vala, valb, s.val + i);
+    }
+    if constexpr ((F & (kAccInit | kAccAdd)) != 0) {
+      Accumulate<F>(df, outa, s.acc + i);
+      Accumulate<F>(df, outb, s.acc + i + N);
+    }
+  }
+  def.steps = 0;
+  def.lanes = 0;
 }
 
 // Copies the first rem elements of src into a zero-padded vector-sized
@@ -249,7 +441,7 @@ HWY_INLINE T* Stage(const T* src, T* buf, size_t rem) {
 // ones start N floats in), so all of it goes in and out: the tile has room
 // for every chunk it starts (BiasBackwardRows).
 template <class Math, class S, unsigned F, class DF>
-HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem) {
+HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem, Deferred& def) {
   using T = typename S::T;
   HWY_ALIGN T dy[kMaxStep], x[kMaxStep], x2[kMaxStep];
   HWY_ALIGN T out[kMaxStep], out2[kMaxStep], val[kMaxStep];
@@ -260,7 +452,8 @@ HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem) {
                      Stage(at(s.x2), x2, rem), s.out ? out : nullptr,
                      s.out2 ? out2 : nullptr, Stage(at(s.acc), acc, nacc),
                      s.val ? val : nullptr};
-  Step<Math, S, F>(df, t, 0);
+  Step<Math, S, F>(df, t, 0, def);
+  if (def.steps != 0) FinishDeferred<Math, S, F>(df, t, def);
   if (s.out) std::memcpy(s.out + i, out, rem * sizeof(T));
   if (s.out2) std::memcpy(s.out2 + i, out2, rem * sizeof(T));
   if (s.val) std::memcpy(s.val + i, val, rem * sizeof(T));
@@ -284,17 +477,22 @@ template <class Math, class S, unsigned F>
 using MathFor =
     typename MathForT<Math, sizeof(typename S::T) == 2 && (F & kDbias) == 0>::type;
 
-// Runs the op over positions [0, count) of the streams.
+// Runs the op over positions [0, count) of the streams, in blocks of
+// kBlockSteps steps (the deferred tail lanes are finished per block).
 template <class Math, class S, unsigned F>
 HWY_INLINE void Row(size_t count, const Streams<S>& s) {
   using M = MathFor<Math, S, F>;
   const hn::ScalableTag<float> df;
   const size_t N = detail::StepLanes(df);
+  detail::Deferred def;
   size_t i = 0;
-  if (count >= N) {
-    for (; i <= count - N; i += N) detail::Step<M, S, F>(df, s, i);
+  while (count - i >= N) {
+    const size_t steps = (count - i) / N < detail::kBlockSteps ? (count - i) / N
+                                                                : detail::kBlockSteps;
+    for (size_t k = 0; k < steps; ++k, i += N) detail::Step<M, S, F>(df, s, i, def);
+    if (def.steps != 0) detail::FinishDeferred<M, S, F>(df, s, def);
   }
-  if (i < count) detail::TailStep<M, S, F>(df, s, i, count - i);
+  if (i < count) detail::TailStep<M, S, F>(df, s, i, count - i, def);
 }
 
 // bias_gelu_backward over `rows` rows of `cols` columns, rows `stride`
@@ -325,7 +523,8 @@ HWY_INLINE void AddGroupSums(size_t nc, const float* acc, double* sums) {
       detail::AddToSums<kFirst>(df, c1, sums + j + N);
     }
     if (j < nc) {  // a partial chunk: its whole step of sums, then nc - j
-      HWY_ALIGN float ordered[detail::kMaxStep];
+      // Zeroed: g++ does not see ColumnOrder fill it on SCALAR (maybe-uninitialized).
+      HWY_ALIGN float ordered[detail::kMaxStep] = {};
       detail::ColumnOrder(df, hn::Load(df, acc + j), hn::Load(df, acc + j + N), c0, c1);
       hn::Store(c0, df, ordered);
       hn::Store(c1, df, ordered + N);

@@ -5,7 +5,7 @@
 // rows of 8 ~10x (bench/shapes/shape_cliffs.cpp re-measures it).
 //
 //   bias_gelu:           one flat pass over the rows, the bias read from a
-//                        copy extended by one step, at the pass's column.
+//                        copy extended by one chunk, at the chunk's column.
 //   bias_gelu_backward:  the rows in spans of whole rows (a multiple of every
 //                        step), the bias replicated over a span; dbias sums
 //                        per span position, folded to columns at the end.
@@ -52,8 +52,11 @@ inline constexpr size_t kNarrowCols = static_cast<size_t>(kDbiasNarrowCols);
 // The stack buffers hold the longest span, 63 * 64 elements.
 inline constexpr size_t kMaxSpan = 4096;
 static_assert(dbias_span(kDbiasNarrowCols - 1) <= static_cast<int64_t>(kMaxSpan), "spans fit");
-// bias_gelu's flat pass keeps a bias copy of cols + one step on the stack.
+// bias_gelu's flat pass keeps a bias copy of cols + one chunk on the stack;
+// a chunk is whole steps on every target (kSpanAlign divides it).
 inline constexpr size_t kFlatMaxCols = 1024;
+inline constexpr size_t kFlatChunk = 1024;
+static_assert(kFlatChunk % kSpanAlign == 0, "chunks of whole steps");
 
 namespace narrow {
 
@@ -125,33 +128,24 @@ HWY_INLINE void Interleave(size_t rows, size_t h, const T* v, const T* g, T* out
 }  // namespace narrow
 
 // bias_gelu over `rows` contiguous rows of `cols` (<= kFlatMaxCols) columns
-// as one flat pass: the step at flat position i reads the bias at column
-// i mod cols from a copy of the bias extended by one step (ext[j] =
-// bias[j mod cols]), so a step may span rows.
+// as one flat pass, in chunks of kFlatChunk positions: the chunk at flat
+// position i is one Row over x and y there, its bias read from a copy of
+// the bias extended by one chunk (ext[j] = bias[j mod cols]) at column
+// i mod cols, so a step may span rows. Row (not single Steps) so that the
+// deferred tail lanes of driver-inl.h are finished per block here too.
 template <class Math, class S>
 HWY_INLINE void BiasForwardFlat(size_t rows, size_t cols, const typename S::T* x,
                                 const typename S::T* bias, typename S::T* y) {
   using T = typename S::T;
-  constexpr unsigned F = kSum;
-  using M = MathFor<Math, S, F>;
-  const hn::ScalableTag<float> df;
-  const size_t N = detail::StepLanes(df);
-  HWY_ALIGN T ext[kFlatMaxCols + detail::kMaxStep];
+  HWY_ALIGN T ext[kFlatMaxCols + kFlatChunk];
   std::memcpy(ext, bias, cols * sizeof(T));
-  for (size_t j = cols; j < cols + N; ++j) ext[j] = ext[j - cols];
-  const size_t n = rows * cols, advance = N % cols;
-  size_t i = 0, col = 0;
-  if (n >= N) {
-    for (; i <= n - N; i += N) {
-      detail::Step<M, S, F>(df, Streams<S>{nullptr, x + i, ext + col, y + i, nullptr, nullptr},
-                            0);
-      col += advance;
-      if (col >= cols) col -= cols;
-    }
-  }
-  if (i < n) {
-    detail::TailStep<M, S, F>(
-        df, Streams<S>{nullptr, x + i, ext + col, y + i, nullptr, nullptr}, 0, n - i);
+  for (size_t j = cols; j < cols + kFlatChunk; ++j) ext[j] = ext[j - cols];
+  const size_t n = rows * cols, advance = kFlatChunk % cols;
+  for (size_t i = 0, col = 0; i < n; i += kFlatChunk) {
+    const size_t len = n - i < kFlatChunk ? n - i : kFlatChunk;
+    Row<Math, S, kSum>(len, {nullptr, x + i, ext + col, y + i, nullptr, nullptr});
+    col += advance;
+    if (col >= cols) col -= cols;
   }
 }
 

@@ -6,7 +6,7 @@
 //       -lhwy -ldnnl -o /tmp/bench_gelu_math
 //   OMP_NUM_THREADS=1 /tmp/bench_gelu_math
 //
-// Inputs: N(0, 1) and the negative tail U[-14, -4] (the no-cliff check).
+// Inputs: N(0, 1), N(0, 2), N(0, 3) and the negative tail U[-14, -4].
 // N=<elements> in the environment changes the size.
 #include <algorithm>
 #include <cstdlib>
@@ -119,10 +119,11 @@ int main() {
   }
   std::printf("target %s, %zu elements, 1 thread, median ns/element\n",
               hwy::TargetName(hwy::SupportedAndGeneratedTargets()[0]), n);
-  for (int dist = 0; dist < 2; ++dist) {
-    std::normal_distribution<float> nd(0.f, 1.f);
+  const char* dist_name[] = {"N(0,1)", "N(0,2)", "N(0,3)", "U[-14,-4]"};
+  for (int dist = 0; dist < 4; ++dist) {
+    std::normal_distribution<float> nd(0.f, float(dist + 1));
     std::uniform_real_distribution<float> ud(-14.f, -4.f);
-    for (size_t i = 0; i < n; ++i) x[i] = dist == 0 ? nd(rng) : ud(rng);
+    for (size_t i = 0; i < n; ++i) x[i] = dist < 3 ? nd(rng) : ud(rng);
     for (Case& c : cases) c.ns.clear();
     for (int round = 0; round < 41; ++round) {
       for (Case& c : cases) {
@@ -133,7 +134,7 @@ int main() {
                            .count() / double(n));
       }
     }
-    std::printf("inputs %s\n", dist == 0 ? "N(0,1)" : "U[-14,-4]");
+    std::printf("inputs %s\n", dist_name[dist]);
     const double base = [&] {
       std::vector<double> v = cases[0].ns;
       std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
