@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/convert.hpp"
+#include "ref/convert.hpp"
 #include "cpu/kernels.hpp"
 
 namespace {

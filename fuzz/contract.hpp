@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/convert.hpp"
+#include "ref/convert.hpp"
 #include "gelu/gelu.hpp"
 #include "ref/gelu_ref.hpp"
 #include "ref/ulp.hpp"

@@ -58,10 +58,10 @@ case "$mode" in
     flags="-fsanitize=thread -fno-omit-frame-pointer $NATIVE"
     configure build-tsan -DCMAKE_CXX_COMPILER=clang++ "-DCMAKE_CXX_FLAGS=$flags" \
       "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread"
-    cmake --build build-tsan -j "$JOBS" --target gelu_fusion
+    cmake --build build-tsan -j "$JOBS" --target gelu_fusion gelu_ref
     clang++ -std=c++20 -O1 -g $flags -fopenmp -Iinclude -Isrc -I. -Itests \
       $(ls tests/reliability_*_test.cpp tests/ops_inplace_threads_test.cpp 2>/dev/null) \
-      build-tsan/libgelu_fusion.a -lhwy -lgtest -lgtest_main -lpthread \
+      build-tsan/libgelu_ref.a build-tsan/libgelu_fusion.a -lhwy -lgtest -lgtest_main -lpthread \
       -o build-tsan/tsan_tests
     # libomp itself is not instrumented; Archer (libarcher.so, LLVM's OMPT
     # tool for TSan) reports OpenMP's fork, barriers and join to TSan, and
@@ -78,9 +78,9 @@ case "$mode" in
     flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer $NATIVE"
     configure build-fuzz -DCMAKE_CXX_COMPILER=clang++ \
       "-DCMAKE_CXX_FLAGS=$flags -fsanitize=fuzzer-no-link"
-    cmake --build build-fuzz -j "$JOBS" --target gelu_fusion
+    cmake --build build-fuzz -j "$JOBS" --target gelu_fusion gelu_ref
     clang++ -std=c++20 -O1 -g $flags -fsanitize=fuzzer -fopenmp \
-      -Iinclude -Isrc -I. fuzz/fuzz_api.cpp build-fuzz/libgelu_fusion.a \
+      -Iinclude -Isrc -I. fuzz/fuzz_api.cpp build-fuzz/libgelu_ref.a build-fuzz/libgelu_fusion.a \
       $(pkg-config --libs libhwy 2>/dev/null || echo -lhwy) \
       -o build-fuzz/fuzz_api
     mkdir -p build-fuzz/corpus

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/convert.hpp"
+#include "ref/convert.hpp"
 #include "gelu/gelu.hpp"
 
 namespace {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "command.hpp"
-#include "core/convert.hpp"
+#include "ref/convert.hpp"
 #include "gelu/gelu.hpp"
 #include "ref/gelu_ref.hpp"
 #include "ref/ulp.hpp"

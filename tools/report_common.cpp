@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/convert.hpp"
+#include "ref/convert.hpp"
 
 namespace gelu::report {
 
