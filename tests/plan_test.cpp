@@ -116,9 +116,10 @@ TEST(Plan, WorkingSetFitsHalfOfL2) {
   for (const Shape& s : kShapes) {
     const Plan p = make_plan(s.rows, s.cols, DType::f32, 3, kDev, 0);
     // Unless the row-block cap (kMaxRowTasks) forced taller blocks.
-    if (s.rows <= kMaxRowTasks)
+    if (s.rows <= kMaxRowTasks) {
       EXPECT_LE(p.row_block * p.col_block * 12, kDev.l2_bytes / 2 + 64 * 12)
           << s.rows << "x" << s.cols;
+    }
   }
 }
 
