@@ -1,10 +1,15 @@
 # gelu-fusion: `make run` (the report) and `make test` (every test).
 # Each target installs what is missing (scripts/install-deps.sh), then builds.
+# `make check`: the quick tier for the edit loop (no long sweeps, no
+# sanitizers). `make format` / `make format-check`: clang-format.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# In CI (CI=true in the environment) compiler warnings are errors.
+GELU_WERROR ?= $(if $(filter true,$(CI)),ON,OFF)
+export GELU_WERROR
 
-.PHONY: all deps configure build run test test-unit bench clean
+.PHONY: all deps configure build run test test-unit check bench clean format format-check
 
 all: build
 
@@ -12,7 +17,8 @@ deps:
 	@bash scripts/install-deps.sh
 
 configure: deps
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DGELU_WERROR=$(GELU_WERROR) $(CMAKE_FLAGS) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -24,6 +30,10 @@ test: test-unit test-asan test-tsan test-fuzz
 
 test-unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# Unit tests and pytest without the tests labelled slow (tests/CMakeLists.txt).
+check: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE slow
 
 # Reliability (issue 7), each in its own build directory (scripts/sanitize.sh):
 # unit tests under ASan+UBSan, threaded tests under TSan, and the API fuzzer
@@ -41,6 +51,11 @@ fuzz: deps
 
 bench: build
 	$(BUILD)/bench/gelu_bench $(ARGS)
+
+format: deps
+	@bash scripts/format.sh
+format-check: deps
+	@bash scripts/format.sh --check
 
 clean:
 	rm -rf $(BUILD)
