@@ -35,9 +35,10 @@ test-unit: build
 check: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE slow
 
-# Reliability (issue 7), each in its own build directory (scripts/sanitize.sh):
-# unit tests under ASan+UBSan, threaded tests under TSan, and the API fuzzer
-# for a bounded minute in `make test` or FUZZ_SECONDS in `make fuzz`.
+# Sanitizers, each in its own build directory that later runs reuse
+# (scripts/sanitize.sh, cmake/sanitizers.cmake): unit tests under ASan+UBSan,
+# threaded tests under TSan, and the API fuzzer for a bounded minute in
+# `make test` or FUZZ_SECONDS in `make fuzz`.
 .PHONY: test-asan test-tsan test-fuzz fuzz
 FUZZ_SECONDS ?= 600
 test-asan: deps

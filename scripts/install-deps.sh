@@ -10,7 +10,7 @@ packages=(
   libmpfr-dev                           # reference checks against MPFR
   clang libclang-rt-14-dev              # libFuzzer and sanitizer runtimes
   clang-format                          # make format, make format-check (CI)
-  libomp-dev                            # LLVM OpenMP + Archer, for TSan (issue 7)
+  libomp-dev                            # LLVM OpenMP + Archer, for TSan
   libdnnl-dev                           # oneDNN, a peer in the report
   python3-torch libtorch-dev            # PyTorch adapter and peer
   libopenblas0-openmp                   # a real BLAS for torch matmuls (examples/train_mlp.py)
