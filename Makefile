@@ -26,7 +26,7 @@ build: configure
 run: build
 	$(BUILD)/gelu-fusion report $(ARGS)
 
-test: test-unit test-asan test-tsan test-fuzz
+test: test-unit test-packaging test-asan test-tsan test-fuzz
 
 test-unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
@@ -34,6 +34,13 @@ test-unit: build
 # Unit tests and pytest without the tests labelled slow (tests/CMakeLists.txt).
 check: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE slow
+
+# Installing and using the library as README.md shows: cmake --install, a
+# consumer project via find_package, pkg-config and add_subdirectory, and
+# pip install with pytest against the installed package.
+.PHONY: test-packaging
+test-packaging: build
+	BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/test-packaging.sh
 
 # Sanitizers, each in its own build directory that later runs reuse
 # (scripts/sanitize.sh, cmake/sanitizers.cmake): unit tests under ASan+UBSan,

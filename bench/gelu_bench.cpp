@@ -1,18 +1,20 @@
-// Microbenchmarks of the kernels alone: each src/cpu kernel over one
-// contiguous array on one thread (the op layer's validation, planning and
-// threads are not in the loop), with the bytes it must move so Google
-// Benchmark prints GB/s, and a memcpy row of the same bytes per size as the
-// ceiling. For the full picture with peers and threads: gelu-fusion report.
+// Microbenchmarks of the kernels alone: each op's src/cpu kernel (every op
+// of the op table, named by the op) over one contiguous array on one thread
+// (the op layer's validation, planning and threads are not in the loop),
+// with the bytes it must move so Google Benchmark prints GB/s, and a memcpy
+// row of the same bytes per size as the ceiling. For the full picture with peers and threads: gelu-fusion report.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "ref/convert.hpp"
+#include "core/op_table.hpp"
 #include "cpu/kernels.hpp"
+#include "ref/elements.hpp"
 
 namespace {
 
@@ -40,49 +42,63 @@ void fill(DType t, void* p, int64_t n, float sigma = 1.0f) {
   std::mt19937 rng(12345);
   std::normal_distribution<float> normal(0.0f, sigma);
   for (int64_t i = 0; i < n; ++i) {
-    const float v = normal(rng);
-    if (t == DType::f32) static_cast<float*>(p)[i] = v;
-    else if (t == DType::bf16) static_cast<uint16_t*>(p)[i] = gelu::f32_to_bf16(v);
-    else static_cast<uint16_t*>(p)[i] = gelu::f32_to_f16(v);
+    gelu::ref::store(t, p, i, normal(rng));
   }
 }
 
-enum class K { gelu_fwd, gelu_bwd, bias_fwd, bias_bwd, add_fwd, add_bwd, geglu_fwd, geglu_bwd };
-struct KInfo {
-  const char* name;
-  int streams;  // elements read + written per GELU evaluation
-};
-const KInfo kInfo[] = {{"gelu_fwd", 2},  {"gelu_bwd", 3}, {"bias_fwd", 2},
-                       {"bias_bwd", 3},  {"add_fwd", 3},  {"add_bwd", 4},
-                       {"geglu_fwd", 3}, {"geglu_bwd", 5}};
+using gelu::core::OpDecl;
+using gelu::core::OpId;
+using gelu::core::Role;
 
-void BM_kernel(benchmark::State& st, K k, Approx f, DType t, int64_t n) {
+// Sigma of each input role's fill (above); outputs are not filled.
+float fill_sigma(Role r) { return r == Role::addend ? 0.25f : 1.0f; }
+
+// The op's kernel alone over [rows, cols] (gated: cols of each half), on
+// buffers by tensor index in op table order; false for an op with no case
+// here. The only per-op code here: which kernel of src/cpu an op runs.
+bool run_kernel(OpId id, Approx f, DType t, int64_t rows, int64_t cols,
+                const std::vector<char*>& p, double* partial) {
+  const int64_t n = rows * cols;
+  namespace cpu = gelu::cpu;
+  switch (id) {
+    case OpId::gelu: cpu::gelu_fwd(f, t, n, p[0], p[1]); return true;
+    case OpId::gelu_backward: cpu::gelu_bwd(f, t, n, p[0], p[1], p[2]); return true;
+    case OpId::add_gelu: cpu::add_fwd(f, t, n, p[0], p[1], p[2]); return true;
+    case OpId::add_gelu_backward: cpu::add_bwd(f, t, n, p[0], p[1], p[2], p[3]); return true;
+    case OpId::bias_gelu: cpu::bias_fwd(f, t, rows, cols, cols, p[0], p[1], p[2]); return true;
+    case OpId::bias_gelu_backward:
+      cpu::bias_bwd(f, t, rows, cols, cols, p[0], p[1], p[2], p[3], partial);
+      return true;
+    case OpId::geglu: cpu::geglu_fwd(f, t, rows, cols, cols, p[0], p[1]); return true;
+    case OpId::geglu_backward: cpu::geglu_bwd(f, t, rows, cols, cols, p[0], p[1], p[2]); return true;
+  }
+  return false;
+}
+
+void BM_kernel(benchmark::State& st, const OpDecl* op, Approx f, DType t, int64_t n) {
   const int64_t e = static_cast<int64_t>(gelu::dtype_size(t));
   const int64_t rows = n >= kCols ? n / kCols : 1, cols = n >= kCols ? kCols : n;
-  const bool geglu = k == K::geglu_fwd || k == K::geglu_bwd;
-  Buf x((geglu ? 2 : 1) * n * e), b(n * e), dy(n * e), out(2 * n * e);
-  std::vector<double> dbias(cols);
-  fill(t, x.p, (geglu ? 2 : 1) * n);
-  fill(t, b.p, n, 0.25f);
-  fill(t, dy.p, n);
+  // The primary tensor's shape; every other tensor's follows from the table.
+  const std::vector<int64_t> primary{
+      rows, op->kind == gelu::core::OpKind::gated ? 2 * cols : cols};
+  std::vector<std::unique_ptr<Buf>> bufs;
+  std::vector<char*> p;
+  for (int i = 0; i < op->num_tensors; ++i) {
+    const int64_t elems = gelu::numel(gelu::core::tensor_shape(*op, i, primary));
+    bufs.push_back(std::make_unique<Buf>(elems * e));
+    p.push_back(bufs.back()->p);
+    if (!op->tensors[i].output()) fill(t, p.back(), elems, fill_sigma(op->tensors[i].role));
+  }
+  std::vector<double> partial(cols);
+  if (!run_kernel(op->id, f, t, rows, cols, p, partial.data()))
+    return st.SkipWithError("no kernel call for this op in bench/gelu_bench.cpp");
   for (auto _ : st) {
-    switch (k) {
-      case K::gelu_fwd: gelu::cpu::gelu_fwd(f, t, n, x.p, out.p); break;
-      case K::gelu_bwd: gelu::cpu::gelu_bwd(f, t, n, dy.p, x.p, out.p); break;
-      case K::add_fwd: gelu::cpu::add_fwd(f, t, n, x.p, b.p, out.p); break;
-      case K::add_bwd: gelu::cpu::add_bwd(f, t, n, dy.p, x.p, b.p, out.p); break;
-      case K::bias_fwd: gelu::cpu::bias_fwd(f, t, rows, cols, cols, x.p, b.p, out.p); break;
-      case K::bias_bwd:
-        gelu::cpu::bias_bwd(f, t, rows, cols, cols, dy.p, x.p, b.p, out.p, dbias.data());
-        break;
-      case K::geglu_fwd: gelu::cpu::geglu_fwd(f, t, rows, cols, cols, x.p, out.p); break;
-      case K::geglu_bwd: gelu::cpu::geglu_bwd(f, t, rows, cols, cols, dy.p, x.p, out.p); break;
-    }
-    benchmark::DoNotOptimize(out.p);
+    run_kernel(op->id, f, t, rows, cols, p, partial.data());
+    benchmark::DoNotOptimize(p.back());
     benchmark::ClobberMemory();
   }
   st.SetItemsProcessed(st.iterations() * n);
-  st.SetBytesProcessed(st.iterations() * n * e * kInfo[static_cast<int>(k)].streams);
+  st.SetBytesProcessed(st.iterations() * n * e * op->streams());
   st.SetLabel(gelu::cpu::target_name());
 }
 
@@ -104,17 +120,18 @@ const bool kRegistered = [] {
   for (int64_t n : kSizes)
     benchmark::RegisterBenchmark(("copy/f32/" + std::to_string(n)).c_str(), BM_copy, n)
         ->MinTime(0.1);
-  for (int ki = 0; ki < 8; ++ki)
+  for (const OpDecl& op : gelu::core::all_ops())
     for (Approx f : forms) {
-      // Fused kernels share the GELU math: the erf form is enough there.
-      if (ki >= 2 && f != Approx::none) continue;
+      // Fused kernels (an addend or a gate) share the GELU math: the erf
+      // form is enough there.
+      const bool fused =
+          op.tensor_of(Role::addend) >= 0 || op.kind == gelu::core::OpKind::gated;
+      if (fused && f != Approx::none) continue;
       for (DType t : dtypes)
         for (int64_t n : kSizes) {
-          const std::string name = std::string(kInfo[ki].name) + "/" +
-                                   gelu::dtype_name(t) + "/" + gelu::approx_name(f) +
-                                   "/" + std::to_string(n);
-          benchmark::RegisterBenchmark(name.c_str(), BM_kernel, static_cast<K>(ki), f, t, n)
-              ->MinTime(0.1);
+          const std::string name = std::string(op.name) + "/" + gelu::dtype_name(t) + "/" +
+                                   gelu::approx_name(f) + "/" + std::to_string(n);
+          benchmark::RegisterBenchmark(name.c_str(), BM_kernel, &op, f, t, n)->MinTime(0.1);
         }
     }
   return true;

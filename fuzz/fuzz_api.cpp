@@ -117,14 +117,13 @@ float special(uint64_t r) {
 
 void store_value(DType t, void* p, int64_t i, float f, uint64_t raw,
                  bool use_raw) {
+  if (!use_raw) return gelu::ref::store(t, p, i, f);
   unsigned char* b = static_cast<unsigned char*>(p);
   if (t == DType::f32) {
-    uint32_t u = use_raw ? uint32_t(raw) : gelu::f32_bits(f);
+    const uint32_t u = uint32_t(raw);
     std::memcpy(b + 4 * i, &u, 4);
   } else {
-    uint16_t h = use_raw ? uint16_t(raw)
-                 : t == DType::bf16 ? gelu::f32_to_bf16(f)
-                                    : gelu::f32_to_f16(f);
+    const uint16_t h = uint16_t(raw);
     std::memcpy(b + 2 * i, &h, 2);
   }
 }

@@ -15,6 +15,8 @@ packages=(
   python3-torch libtorch-dev            # PyTorch adapter and peer
   libopenblas0-openmp                   # a real BLAS for torch matmuls (examples/train_mlp.py)
   python3-pytest python3-numpy python3-matplotlib python3-mpmath
+  pkgconf                               # pkg-config, for the packaging checks
+  python3-venv python3-pip python3-setuptools python3-wheel  # pip install .
 )
 
 missing=()

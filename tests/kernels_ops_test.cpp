@@ -186,17 +186,63 @@ TEST_P(KernelsOps, ElementwiseMatchPlainF32) {
 struct Block {
   int64_t rows, cols, stride, c0;
 };
-const Block kBlocks[] = {{1, 1, 1, 0},    {37, 1, 1, 0},    {5, 3, 3, 0},
-                         {7, 13, 13, 0},  {3, 49, 49, 0},   {2, 1031, 1031, 0},
-                         {4, 16, 16, 0},  {5, 7, 20, 3},    {3, 33, 70, 17},
-                         {0, 5, 5, 0},    {4, 0, 6, 2},
-                         // past one dbias tile (4096 columns), 5 rows: a short group
-                         {5, 4100, 4111, 5}};
+const Block kFixedBlocks[] = {{1, 1, 1, 0},    {37, 1, 1, 0},    {5, 3, 3, 0},
+                              {7, 13, 13, 0},  {3, 49, 49, 0},   {2, 1031, 1031, 0},
+                              {4, 16, 16, 0},  {5, 7, 20, 3},    {3, 33, 70, 17},
+                              {0, 5, 5, 0},    {4, 0, 6, 2},
+                              // past one dbias tile (4096 columns), 5 rows: a short group
+                              {5, 4100, 4111, 5}};
+
+// Whole rows of the widths around every narrow-row path's limits, each with
+// a few odd rows and, below kDbiasNarrowCols, enough rows for more than one
+// group of 4 dbias spans and a partial last span; and wide rows around the
+// dbias tile and past 64K columns.
+std::vector<Block> blocks() {
+  std::vector<Block> b(std::begin(kFixedBlocks), std::end(kFixedBlocks));
+  for (int64_t c : {1, 2, 3, 5, 7, 8, 15, 16, 17, 31, 33, 63, 64, 65, 127, 128, 129}) {
+    b.push_back({3, c, c, 0});
+    const int64_t k = c < cpu::kDbiasNarrowCols ? cpu::dbias_span(c) / c : 8;
+    b.push_back({4 * k + k / 2 + 1, c, c, 0});
+  }
+  for (int64_t c : {4095, 4096, 4097}) b.push_back({3, c, c, 0});
+  b.push_back({2, 65537, 65537, 0});
+  return b;
+}
+
+// dbias as src/cpu/kernels.hpp specifies it, from the f32 dx (want_dx) of
+// the block: f32 sums over groups of 4 rows, added in double; narrow rows
+// by spans of rows.
+std::vector<double> want_dbias(const Block& k, const F& want_dx) {
+  std::vector<double> db(static_cast<size_t>(k.cols), 0.0);
+  auto dx = [&](int64_t r, int64_t j) { return want_dx[r * k.stride + k.c0 + j]; };
+  if (!cpu::dbias_narrow(k.rows, k.cols, k.stride)) {
+    for (int64_t r0 = 0; r0 < k.rows; r0 += 4)
+      for (int64_t j = 0; j < k.cols; ++j) {
+        float group = dx(r0, j);
+        for (int64_t r = r0 + 1; r < std::min(k.rows, r0 + 4); ++r) group += dx(r, j);
+        db[j] += group;
+      }
+    return db;
+  }
+  const int64_t span_rows = cpu::dbias_span(k.cols) / k.cols;
+  for (int64_t q = 0; q < std::min(span_rows, k.rows); ++q)
+    for (int64_t j = 0; j < k.cols; ++j) {
+      double per_q = 0.0;
+      for (int64_t r0 = q; r0 < k.rows; r0 += 4 * span_rows) {
+        float group = dx(r0, j);
+        for (int64_t r = r0 + span_rows; r < std::min(k.rows, r0 + 4 * span_rows); r += span_rows)
+          group += dx(r, j);
+        per_q = r0 == q ? static_cast<double>(group) : per_q + group;
+      }
+      db[j] = q == 0 ? per_q : db[j] + per_q;
+    }
+  return db;
+}
 
 TEST_P(KernelsOps, RowsMatchPlainF32) {
   for (Approx a : kForms)
     for (DType t : kDTypes)
-      for (const Block& k : kBlocks) {
+      for (const Block& k : blocks()) {
         const int64_t n = k.rows * k.stride, off = k.c0;
         auto in_block = [&](int64_t i) {
           const int64_t j = i % k.stride - k.c0;
@@ -222,15 +268,8 @@ TEST_P(KernelsOps, RowsMatchPlainF32) {
                       at(out, off));
         expect_bits(out, want_y, at_elem, "bias_fwd " + w);
 
-        // dbias: f32 sums over groups of 4 rows, added in double (kernels.hpp).
-        std::vector<double> dbias(k.cols + 1, -1.0), want_db(k.cols, 0.0);
-        for (int64_t r0 = 0; r0 < k.rows; r0 += 4)
-          for (int64_t j = 0; j < k.cols; ++j) {
-            float group = want_dx[r0 * k.stride + off + j];
-            for (int64_t r = r0 + 1; r < std::min(k.rows, r0 + 4); ++r)
-              group += want_dx[r * k.stride + off + j];
-            want_db[j] += group;
-          }
+        std::vector<double> dbias(k.cols + 1, -1.0);
+        const std::vector<double> want_db = want_dbias(k, want_dx);
         out.poison();
         cpu::bias_bwd(a, t, k.rows, k.cols, k.stride, at(dy, off), at(x, off),
                       at(bias, off), at(out, off), dbias.data());

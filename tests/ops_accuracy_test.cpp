@@ -16,11 +16,18 @@ using Shape = std::vector<int64_t>;
 
 const Shape kShapes[] = {{},     {0},       {1},      {7},     {3, 0},
                          {0, 4}, {1, 1},    {13, 17}, {1, 1031}, {257, 3},
-                         {5, 2, 9}, {1000, 8}, {37, 1}, {3, 4099}};
+                         {5, 2, 9}, {1000, 8}, {37, 1}, {3, 4099},
+                         // the narrow-row paths (under 64 columns, several dbias
+                         // spans and a partial one; geglu's halves are these
+                         // widths) and rows around the dbias tile; 65537 columns
+                         // are in kernels_ops_test and ops_inplace_threads_test
+                         {4133, 1}, {2049, 2}, {1111, 5}, {601, 15}, {333, 17},
+                         {301, 63}, {65, 64}, {65, 65}, {3, 4095}, {3, 4096},
+                         {3, 4097}};
 
 // The one extra f32 rounding a fused product adds (geglu's gelu(a) * b and
 // dy * b * gelu'(a)) on top of the plain op's bound.
-constexpr double kProductRoundingUlp = 0.5;
+constexpr double kProductRoundingUlp = ref::kProductRoundingUlps;
 
 class OpsAccuracy
     : public ::testing::TestWithParam<std::tuple<Approx, DType, Shape>> {

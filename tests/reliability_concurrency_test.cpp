@@ -1,4 +1,4 @@
-// Concurrent callers (issue 7): many std::threads call every op at once, on
+// Concurrent callers: many std::threads call every op at once, on
 // shared read-only inputs and their own outputs, with num_threads 0, 1, 2 and
 // 3 (so OpenMP teams start inside concurrent calls), in place too. Every
 // result must be bit-identical to a serial single-threaded run. Run under
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "ref/convert.hpp"
+#include "ref/elements.hpp"
 #include "gelu/gelu.hpp"
 
 namespace {
@@ -57,10 +57,7 @@ struct Inputs {
     const size_t es = gelu::dtype_size(t);
     Bytes out(n * es);
     for (int64_t i = 0; i < n; ++i) {
-      const float f = next();
-      if (t == DType::f32) std::memcpy(&out[i * 4], &f, 4);
-      const uint16_t h = t == DType::bf16 ? gelu::f32_to_bf16(f) : gelu::f32_to_f16(f);
-      if (t != DType::f32) std::memcpy(&out[i * 2], &h, 2);
+      gelu::ref::store(t, out.data(), i, next());
     }
     return out;
   }

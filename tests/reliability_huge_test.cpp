@@ -1,4 +1,4 @@
-// Huge tensors (issue 7), without allocating them: the tiling plan and the
+// Huge tensors, without allocating them: the tiling plan and the
 // task index arithmetic for counts above 2^32, validation of shapes that big
 // (accepted when consistent, rejected before any memory is touched when not),
 // and the empty-but-huge shapes that are valid and touch nothing.
@@ -47,9 +47,11 @@ const Machine kMachines[] = {
 };
 
 // Checks every property the op layer relies on for one plan; walks the tasks
-// exactly as run_tasks does (all of them when few enough, else a sample).
-void check_plan(int64_t rows, int64_t cols, const Plan& p, int want_threads,
-                const Machine& m, int64_t max_row_tasks) {
+// through Plan::task as run_tasks does (all of them when few enough, else a
+// sample).
+void check_plan(const Plan& p, int want_threads, const Machine& m,
+                int64_t max_row_tasks) {
+  const int64_t rows = p.rows, cols = p.cols;
   SCOPED_TRACE(::testing::Message() << "rows " << rows << " cols " << cols
                                     << " " << gelu::core::describe_plan(p));
   ASSERT_GE(p.threads, 1);
@@ -62,10 +64,9 @@ void check_plan(int64_t rows, int64_t cols, const Plan& p, int want_threads,
   // bias_gelu_backward keeps row_tasks * cols partial sums of dbias.
   ASSERT_LE(p.row_tasks, max_row_tasks);
   auto task = [&](int64_t t, i128& elems) {
-    const int64_t r = t / p.col_tasks, c = t % p.col_tasks;
-    const int64_t r0 = r * p.row_block, c0 = c * p.col_block;
-    const int64_t nr = std::min(p.row_block, rows - r0);
-    const int64_t nc = std::min(p.col_block, cols - c0);
+    const gelu::core::Task k = p.task(t);
+    const int64_t r0 = k.row0, c0 = k.col0, nr = k.rows, nc = k.cols;
+    ASSERT_EQ(k.row_task, r0 / p.row_block);
     ASSERT_GT(nr, 0);
     ASSERT_GT(nc, 0);
     // First and last element of the task, and their byte offsets in f32.
@@ -95,18 +96,23 @@ TEST(ReliabilityHuge, PlanTilesCountsAbove2To32) {
       {int64_t(1) << 20, int64_t(1) << 13}, {8193, 524289},
       {(int64_t(1) << 40) + 1, 2048}, {7, (int64_t(1) << 58) + 5},
   };
-  for (const Machine& m : kMachines)
-    for (auto [rows, cols] : shapes)
-      for (DType t : {DType::f32, DType::bf16})
-        for (int streams : {2, 3, 5})
-          for (int64_t cap : {gelu::core::kMaxRowTasks, gelu::core::kMaxDbiasRowTasks})
+  for (const gelu::core::OpDecl& op : gelu::core::all_ops())
+    for (const Machine& m : kMachines)
+      for (auto [rows, cols] : shapes)
+        for (DType t : {DType::f32, DType::bf16})
           for (int threads : {0, 1, 2, 7, 1000}) {
-            const Plan p =
-                gelu::core::make_plan(rows, cols, t, streams, m, threads, cap);
-            check_plan(rows, cols, p, threads, m, cap);
+            SCOPED_TRACE(op.name);
+            // Gated ops: the primary's last dimension is [value | gate].
+            const std::vector<int64_t> shape{
+                rows, op.kind == gelu::core::OpKind::gated ? 2 * cols : cols};
+            const Plan p = gelu::core::plan_op(op.id, shape, t, {gelu::Approx::none, threads}, m);
+            const int64_t cap = op.kind == gelu::core::OpKind::rows_reduce
+                                    ? gelu::core::kMaxDbiasRowTasks
+                                    : gelu::core::kMaxRowTasks;
+            check_plan(p, threads, m, cap);
             if (HasFatalFailure()) return;
             // dbias sums over row blocks: they must not depend on threads.
-            const Plan one = gelu::core::make_plan(rows, cols, t, streams, m, 1, cap);
+            const Plan one = gelu::core::plan_op(op.id, shape, t, {gelu::Approx::none, 1}, m);
             EXPECT_EQ(p.row_block, one.row_block);
             EXPECT_EQ(p.col_block, one.col_block);
           }

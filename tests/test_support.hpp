@@ -16,6 +16,8 @@
 
 #include "ref/convert.hpp"
 #include "gelu/gelu.hpp"
+#include "ref/contract.hpp"
+#include "ref/elements.hpp"
 #include "ref/gelu_ref.hpp"
 #include "ref/ulp.hpp"
 
@@ -48,25 +50,9 @@ class Buffer {
   TensorRef ref() { return {data(), t_, shape_}; }
   ConstTensorRef cref() const { return {data(), t_, shape_}; }
 
-  float get(int64_t i) const {
-    if (t_ == DType::f32) {
-      float f;
-      std::memcpy(&f, bytes_.data() + 4 * i, 4);
-      return f;
-    }
-    uint16_t h;
-    std::memcpy(&h, bytes_.data() + 2 * i, 2);
-    return t_ == DType::bf16 ? bf16_to_f32(h) : f16_to_f32(h);
-  }
+  float get(int64_t i) const { return ref::load(t_, bytes_.data(), i); }
   // Stores v rounded to the dtype; get(i) then returns the stored value.
-  void set(int64_t i, float v) {
-    if (t_ == DType::f32) {
-      std::memcpy(bytes_.data() + 4 * i, &v, 4);
-      return;
-    }
-    const uint16_t h = t_ == DType::bf16 ? f32_to_bf16(v) : f32_to_f16(v);
-    std::memcpy(bytes_.data() + 2 * i, &h, 2);
-  }
+  void set(int64_t i, float v) { ref::store(t_, bytes_.data(), i, v); }
   uint32_t bits(int64_t i) const {
     uint32_t u = 0;
     std::memcpy(&u, bytes_.data() + dtype_size(t_) * i, dtype_size(t_));
@@ -131,12 +117,8 @@ inline Expect expect_bwd(Approx a, double x, double dy) {
           std::fabs(dy) * (std::fabs(g.t1) + std::fabs(g.t2)), dy};
 }
 
-// The accuracy contract in ULPs of the storage format: f32 2 ULP (forward:
-// of the exact value; backward: of the scale), bf16 and f16 1 ULP of their
-// format. `extra` widens f32 for a fused op's one additional rounding.
-inline double bound_ulps(DType t, double extra = 0.0) {
-  return t == DType::f32 ? 2.0 + extra : 1.0;
-}
+// The accuracy contract's bounds (src/ref/contract.hpp).
+using ref::bound_ulps;
 
 inline double error_ulps(DType t, double got, const Expect& e) {
   return ref::contract_ulp_error(t, got, e.value, e.scale, e.factor);

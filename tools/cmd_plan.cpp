@@ -6,24 +6,13 @@
 #include <vector>
 
 #include "command.hpp"
+#include "core/op_table.hpp"
 #include "core/plan.hpp"
 #include "gelu/gelu.hpp"
 
 namespace {
 
 using gelu::core::Machine;
-
-// Op name -> (tensors read + written per element, row op?).
-struct OpStreams {
-  const char* name;
-  int streams;
-  bool rows;
-};
-const OpStreams kOps[] = {
-    {"gelu", 2, false},          {"gelu_backward", 3, false},
-    {"add_gelu", 3, false},      {"add_gelu_backward", 4, false},
-    {"bias_gelu", 2, true},      {"bias_gelu_backward", 3, true},
-    {"geglu", 3, true},          {"geglu_backward", 5, true}};
 
 std::vector<int64_t> parse_shape(const std::string& s) {
   std::vector<int64_t> dims;
@@ -69,30 +58,17 @@ int run_plan(const std::vector<std::string>& args) {
       return 0;
     } else shapes.push_back(a);
   }
-  const OpStreams* info = nullptr;
-  for (const auto& o : kOps)
-    if (op == o.name) info = &o;
+  const gelu::core::OpDecl* info = gelu::core::find_op(op);
   if (!info) throw gelu::Error("unknown op '" + op + "'");
   if (shapes.empty()) shapes = {"4096", "262144", "33554432", "8192x4096", "4194304x8"};
   std::printf("machine: %s\nop: %s (%d streams)  dtype: %s  threads requested: %d\n",
-              gelu::core::describe_machine(m).c_str(), info->name, info->streams,
+              gelu::core::describe_machine(m).c_str(), info->name, info->streams(),
               gelu::dtype_name(dtype), threads);
   for (const auto& s : shapes) {
     const std::vector<int64_t> dims = parse_shape(s);
-    const int64_t n = gelu::numel(dims);
-    int64_t cols = dims.empty() ? 1 : dims.back();
-    if (op.rfind("geglu", 0) == 0) cols /= 2;
-    int64_t rows = cols > 0 ? n / (dims.empty() ? 1 : dims.back()) : 0;
-    if (!info->rows) {
-      rows = 1;
-      cols = n;
-    }
-    const int64_t max_row_tasks = op == "bias_gelu_backward" ? gelu::core::kMaxDbiasRowTasks
-                                                              : gelu::core::kMaxRowTasks;
-    const auto p =
-        gelu::core::make_plan(rows, cols, dtype, info->streams, m, threads, max_row_tasks);
-    std::printf("%-16s rows=%lld cols=%lld  %s\n", s.c_str(), static_cast<long long>(rows),
-                static_cast<long long>(cols), gelu::core::describe_plan(p).c_str());
+    const auto p = gelu::core::plan_op(info->id, dims, dtype, {gelu::Approx::none, threads}, m);
+    std::printf("%-16s rows=%lld cols=%lld  %s\n", s.c_str(), static_cast<long long>(p.rows),
+                static_cast<long long>(p.cols), gelu::core::describe_plan(p).c_str());
   }
   return 0;
 }

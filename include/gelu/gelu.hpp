@@ -20,16 +20,25 @@
 #include <string_view>
 #include <vector>
 
+#include "gelu/version.hpp"
+
 namespace gelu {
 
 enum class DType { f32, bf16, f16 };
 enum class Approx { none, tanh, quick };
+// Which half of geglu's x [..., 2H] the GELU applies to (the other half
+// multiplies it): first, gelu(x[..., :H]) * x[..., H:]; second,
+// x[..., :H] * gelu(x[..., H:]) (diffusers' GEGLU: `h, gate = x.chunk(2, -1)`,
+// `h * gelu(gate)`).
+enum class GeluHalf { first, second };
 
 struct Options {
   Approx approximate = Approx::none;
   // Threads to use; 0 = library default (all cores OpenMP offers). < 0 is an
   // error. Results are bit-identical for every thread count.
   int num_threads = 0;
+  // geglu and geglu_backward only; the other ops require the default.
+  GeluHalf gelu_half = GeluHalf::first;
 };
 
 // A read-only view of a contiguous row-major tensor.
@@ -81,9 +90,11 @@ void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
                        TensorRef dx, const Options& = {});
 
 // x [..., 2H] -> y [..., H] = gelu(x[..., :H]) * x[..., H:]
+// (with Options::gelu_half = second: x[..., :H] * gelu(x[..., H:]))
 void geglu(ConstTensorRef x, TensorRef y, const Options& = {});
 // dx [..., 2H]: dx[..., :H] = dy * x[..., H:] * gelu'(x[..., :H]),
 //               dx[..., H:] = dy * gelu(x[..., :H])
+// (the halves' roles swapped with gelu_half = second)
 void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
                     const Options& = {});
 
@@ -91,6 +102,8 @@ void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
 const char* dtype_name(DType);          // "f32", "bf16", "f16"
 const char* approx_name(Approx);        // "none", "tanh", "quick"
 Approx parse_approx(std::string_view);  // throws Error on an unknown name
+const char* gelu_half_name(GeluHalf);   // "first", "second"
+GeluHalf parse_gelu_half(std::string_view);  // throws Error on an unknown name
 DType parse_dtype(std::string_view);    // throws Error on an unknown name
 std::size_t dtype_size(DType);          // bytes per element
 // Product of the dimensions; throws Error on a negative dimension or overflow.

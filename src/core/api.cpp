@@ -34,6 +34,20 @@ Approx parse_approx(std::string_view s) {
               "', expected 'none', 'tanh' or 'quick'");
 }
 
+const char* gelu_half_name(GeluHalf h) {
+  switch (h) {
+    case GeluHalf::first: return "first";
+    case GeluHalf::second: return "second";
+  }
+  return "invalid gelu_half";
+}
+
+GeluHalf parse_gelu_half(std::string_view s) {
+  if (s == "first") return GeluHalf::first;
+  if (s == "second") return GeluHalf::second;
+  throw Error("gelu_half is '" + std::string(s) + "', expected 'first' or 'second'");
+}
+
 DType parse_dtype(std::string_view s) {
   if (s == "f32" || s == "float32") return DType::f32;
   if (s == "bf16" || s == "bfloat16") return DType::bf16;

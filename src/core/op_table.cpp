@@ -7,59 +7,79 @@ namespace {
 
 using S = ShapeRule;
 using T = DTypeRule;
+using R = Role;
+using K = OpKind;
 
 constexpr AttrDecl kAttrs[] = {
     {"approximate", "str", "'none'",
      "'none' (erf), 'tanh' or 'quick' (x*sigmoid(1.702x))"},
     {"num_threads", "int", "0", "threads; 0 = library default, < 0 an error"},
+    {"gelu_half", "str", "'first'",
+     "geglu ops only: the half of x [..., 2H] the GELU applies to; 'second' "
+     "is x[..., :H] * gelu(x[..., H:])"},
 };
+
+// OpDecl::call for each op: its public function, tensors in table order.
+using Ts = std::span<const TensorRef>;
+void call_gelu(Ts t, const Options& o) { gelu::gelu(t[0], t[1], o); }
+void call_gelu_backward(Ts t, const Options& o) { gelu::gelu_backward(t[0], t[1], t[2], o); }
+void call_bias_gelu(Ts t, const Options& o) { gelu::bias_gelu(t[0], t[1], t[2], o); }
+void call_bias_gelu_backward(Ts t, const Options& o) {
+  gelu::bias_gelu_backward(t[0], t[1], t[2], t[3], t[4], o);
+}
+void call_add_gelu(Ts t, const Options& o) { gelu::add_gelu(t[0], t[1], t[2], o); }
+void call_add_gelu_backward(Ts t, const Options& o) {
+  gelu::add_gelu_backward(t[0], t[1], t[2], t[3], o);
+}
+void call_geglu(Ts t, const Options& o) { gelu::geglu(t[0], t[1], o); }
+void call_geglu_backward(Ts t, const Options& o) { gelu::geglu_backward(t[0], t[1], t[2], o); }
 
 constexpr OpDecl kOps[] = {
     {OpId::gelu, "gelu",
-     {{"x", false, S::primary}, {"y", true, S::same}}, 2, PrimaryRule::any,
-     "y = gelu(x)", "gelu_backward", nullptr, nullptr},
+     {{"x", R::x, S::primary}, {"y", R::y, S::same}}, 2, PrimaryRule::any, K::eltwise,
+     "y = gelu(x)", "gelu_backward", nullptr, nullptr, call_gelu},
     {OpId::gelu_backward, "gelu_backward",
-     {{"dy", false, S::same}, {"x", false, S::primary}, {"dx", true, S::same}},
-     3, PrimaryRule::any, "dx = dy * gelu'(x)", nullptr, "gelu", "x"},
+     {{"dy", R::dy, S::same}, {"x", R::x, S::primary}, {"dx", R::dx, S::same}},
+     3, PrimaryRule::any, K::eltwise, "dx = dy * gelu'(x)", nullptr, "gelu", "x", call_gelu_backward},
     {OpId::bias_gelu, "bias_gelu",
-     {{"x", false, S::primary},
-      {"bias", false, S::last_dim},
-      {"y", true, S::same}},
-     3, PrimaryRule::rank_ge_1, "y = gelu(x + bias)", "bias_gelu_backward",
-     nullptr, nullptr},
+     {{"x", R::x, S::primary},
+      {"bias", R::addend, S::last_dim},
+      {"y", R::y, S::same}},
+     3, PrimaryRule::rank_ge_1, K::rows, "y = gelu(x + bias)", "bias_gelu_backward",
+     nullptr, nullptr, call_bias_gelu},
     {OpId::bias_gelu_backward, "bias_gelu_backward",
-     {{"dy", false, S::same},
-      {"x", false, S::primary},
-      {"bias", false, S::last_dim},
-      {"dx", true, S::same},
-      {"dbias", true, S::last_dim, T::same_or_f32}},
-     5, PrimaryRule::rank_ge_1,
+     {{"dy", R::dy, S::same},
+      {"x", R::x, S::primary},
+      {"bias", R::addend, S::last_dim},
+      {"dx", R::dx, S::same},
+      {"dbias", R::dbias, S::last_dim, T::same_or_f32}},
+     5, PrimaryRule::rank_ge_1, K::rows_reduce,
      "dx = dy * gelu'(x + bias); dbias = sum of dx over leading dims", nullptr,
-     "bias_gelu", "x, bias"},
+     "bias_gelu", "x, bias", call_bias_gelu_backward},
     {OpId::add_gelu, "add_gelu",
-     {{"a", false, S::primary}, {"b", false, S::same}, {"y", true, S::same}},
-     3, PrimaryRule::any, "y = gelu(a + b)", "add_gelu_backward", nullptr,
-     nullptr},
+     {{"a", R::x, S::primary}, {"b", R::addend, S::same}, {"y", R::y, S::same}},
+     3, PrimaryRule::any, K::eltwise, "y = gelu(a + b)", "add_gelu_backward", nullptr,
+     nullptr, call_add_gelu},
     {OpId::add_gelu_backward, "add_gelu_backward",
-     {{"dy", false, S::same},
-      {"a", false, S::primary},
-      {"b", false, S::same},
-      {"dx", true, S::same}},
-     4, PrimaryRule::any, "dx = dy * gelu'(a + b) (gradient of a and of b)",
-     nullptr, "add_gelu", "a, b"},
+     {{"dy", R::dy, S::same},
+      {"a", R::x, S::primary},
+      {"b", R::addend, S::same},
+      {"dx", R::dx, S::same}},
+     4, PrimaryRule::any, K::eltwise, "dx = dy * gelu'(a + b) (gradient of a and of b)",
+     nullptr, "add_gelu", "a, b", call_add_gelu_backward},
     {OpId::geglu, "geglu",
-     {{"x", false, S::primary}, {"y", true, S::half_last}}, 2,
-     PrimaryRule::rank_ge_1_even_last,
+     {{"x", R::x, S::primary}, {"y", R::y, S::half_last}}, 2,
+     PrimaryRule::rank_ge_1_even_last, K::gated,
      "y[..., H] = gelu(x[..., :H]) * x[..., H:]", "geglu_backward", nullptr,
-     nullptr},
+     nullptr, call_geglu},
     {OpId::geglu_backward, "geglu_backward",
-     {{"dy", false, S::half_last},
-      {"x", false, S::primary},
-      {"dx", true, S::same}},
-     3, PrimaryRule::rank_ge_1_even_last,
+     {{"dy", R::dy, S::half_last},
+      {"x", R::x, S::primary},
+      {"dx", R::dx, S::same}},
+     3, PrimaryRule::rank_ge_1_even_last, K::gated,
      "dx[..., :H] = dy * x[..., H:] * gelu'(x[..., :H]); "
      "dx[..., H:] = dy * gelu(x[..., :H])",
-     nullptr, "geglu", "x"},
+     nullptr, "geglu", "x", call_geglu_backward},
 };
 
 static_assert(std::size(kOps) == static_cast<size_t>(OpId::geglu_backward) + 1,
@@ -75,11 +95,43 @@ const char* shape_rule_text(ShapeRule r) {
   return "?";
 }
 
+const char* kind_text(OpKind k) {
+  switch (k) {
+    case K::eltwise: return "element-wise (planned as 1 x numel)";
+    case K::rows: return "rows (planned as rows x last dim)";
+    case K::rows_reduce:
+      return "rows with a per-column sum (rows x last dim, row blocks capped)";
+    case K::gated: return "gated (planned as rows x last dim / 2)";
+  }
+  return "?";
+}
+
 }  // namespace
 
 std::span<const AttrDecl> op_attrs() { return kAttrs; }
 std::span<const OpDecl> all_ops() { return kOps; }
 const OpDecl& op_decl(OpId id) { return kOps[static_cast<int>(id)]; }
+
+const OpDecl* find_op(std::string_view name) {
+  for (const OpDecl& op : kOps)
+    if (name == op.name) return &op;
+  return nullptr;
+}
+
+std::vector<int64_t> tensor_shape(const OpDecl& op, int i,
+                                  const std::vector<int64_t>& primary) {
+  switch (op.tensors[i].shape) {
+    case S::primary:
+    case S::same: return primary;
+    case S::last_dim: return {primary.empty() ? 1 : primary.back()};
+    case S::half_last: {
+      std::vector<int64_t> s = primary;
+      if (!s.empty()) s.back() /= 2;
+      return s;
+    }
+  }
+  return primary;
+}
 
 std::string describe_ops() {
   std::ostringstream out;
@@ -89,10 +141,11 @@ std::string describe_ops() {
         << a.meaning << ");  ";
   out << "\n\n";
   for (const OpDecl& op : kOps) {
-    out << op.name << "   " << op.formula << "\n";
+    out << op.name << "   " << op.formula << "\n    kind: " << kind_text(op.kind)
+        << ", " << op.streams() << " streams per planned element\n";
     for (int i = 0; i < op.num_tensors; ++i) {
       const TensorDecl& t = op.tensors[i];
-      out << "    " << (t.output ? "out " : "in  ") << t.name << ": "
+      out << "    " << (t.output() ? "out " : "in  ") << t.name << ": "
           << shape_rule_text(t.shape)
           << (t.dtype == T::same_or_f32 ? ", dtype same or f32" : "") << "\n";
     }

@@ -1,12 +1,19 @@
-// One declaration per op: the single source of truth for each op's tensors,
-// attributes, shape rules and its forward/backward pairing. The public
-// functions validate through it (validate.hpp) and `gelu-fusion ops` prints
-// it. Adding an op means one entry here and one kernel in src/cpu.
+// One declaration per op: the single source of truth for each op's tensors
+// (their roles, shape and dtype rules), its kind (how it is planned), its
+// attributes and its forward/backward pairing. The public functions validate
+// (validate.hpp) and plan (plan.hpp: plan_op) through it; `gelu-fusion ops`
+// and `gelu-fusion plan`, the report, the benchmarks and the tests take the
+// op list from all_ops(). Adding an op means one entry here, its public
+// function and kernel, and its tests.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "gelu/gelu.hpp"
 
 namespace gelu::core {
 
@@ -36,11 +43,34 @@ enum class PrimaryRule { any, rank_ge_1, rank_ge_1_even_last };
 // Which dtypes a tensor may take, relative to the primary's dtype.
 enum class DTypeRule { same, same_or_f32 };
 
+// What a tensor is to the op; tools fill inputs by role.
+enum class Role {
+  x,       // the pre-activation input (add_gelu's a; geglu's [value | gate])
+  addend,  // added to x before the GELU (bias per column, add_gelu's b)
+  dy,      // the upstream gradient
+  y,       // the forward's output
+  dx,      // the gradient of x (and of the addend where it is per element)
+  dbias,   // the gradient of a per-column bias: dx summed over rows
+};
+constexpr bool is_output(Role r) {
+  return r == Role::y || r == Role::dx || r == Role::dbias;
+}
+
 struct TensorDecl {
   const char* name;
-  bool output;
+  Role role;
   ShapeRule shape;
   DTypeRule dtype = DTypeRule::same;
+  bool output() const { return is_output(role); }
+};
+
+// How the op is split into tasks (plan.hpp, plan_op).
+enum class OpKind {
+  eltwise,      // every tensor has the primary's shape: 1 row of numel
+  rows,         // per-column tensors (bias): rows x the last dimension
+  rows_reduce,  // rows, plus a per-column sum over rows (dbias): its row
+                // blocks are rows of partial sums, so they are capped
+  gated,        // the last dimension is [value | gate]: rows x half of it
 };
 
 struct AttrDecl {
@@ -59,12 +89,51 @@ struct OpDecl {
   TensorDecl tensors[kMaxTensors];
   int num_tensors;
   PrimaryRule primary_rule;
+  OpKind kind;
   const char* formula;
   // Forward ops name their backward; backward ops name their forward and
   // the forward tensors they consume (saved for the backward, nothing else).
   const char* backward;
   const char* forward;
   const char* saved;
+  // Calls the op's public function with `tensors` in the order above, for
+  // tools that run any op of the table (the report, the benchmarks).
+  void (*call)(std::span<const TensorRef> tensors, const Options& options);
+
+  bool is_backward() const { return forward != nullptr; }
+  // The forward op's name: the op family (the report's chart row).
+  const char* family() const { return forward ? forward : name; }
+  // Index of the primary tensor (the first whose shape rule is primary).
+  constexpr int primary() const {
+    int i = 0;
+    while (tensors[i].shape != ShapeRule::primary) ++i;
+    return i;
+  }
+  // Index of the tensor with role `r`, or -1 when the op has none.
+  constexpr int tensor_of(Role r) const {
+    for (int i = 0; i < num_tensors; ++i)
+      if (tensors[i].role == r) return i;
+    return -1;
+  }
+  // Elements of `tensor` per planned element: a planned element is one of
+  // numel (eltwise), one of rows x cols (rows), one of rows x cols/2 (gated).
+  // Per-column tensors are 1/rows of the traffic and count 0.
+  constexpr int elements_per_planned(int tensor) const {
+    switch (tensors[tensor].shape) {
+      case ShapeRule::primary:
+      case ShapeRule::same: return kind == OpKind::gated ? 2 : 1;
+      case ShapeRule::half_last: return 1;
+      case ShapeRule::last_dim: return 0;
+    }
+    return 0;
+  }
+  // The streams the op moves per planned element: the sum over its
+  // tensors, each read or written once (what the plan sizes tiles by).
+  constexpr int streams() const {
+    int s = 0;
+    for (int i = 0; i < num_tensors; ++i) s += elements_per_planned(i);
+    return s;
+  }
 };
 
 // Attributes every op takes (gelu::Options).
@@ -72,6 +141,12 @@ std::span<const AttrDecl> op_attrs();
 
 std::span<const OpDecl> all_ops();
 const OpDecl& op_decl(OpId id);
+// The op named `name`, or nullptr.
+const OpDecl* find_op(std::string_view name);
+
+// The shape of tensor `i` of `op` when its primary tensor has `primary`.
+std::vector<int64_t> tensor_shape(const OpDecl& op, int i,
+                                  const std::vector<int64_t>& primary);
 
 // The table as text, for `gelu-fusion ops`.
 std::string describe_ops();

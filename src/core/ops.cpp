@@ -11,11 +11,16 @@
 #include "cpu/kernels.hpp"
 #include "gelu/gelu.hpp"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 namespace gelu {
 namespace {
 
 using core::OpId;
 using core::Plan;
+using core::Task;
 using core::TensorArg;
 
 TensorArg arg(const ConstTensorRef& t) { return {t.data, t.dtype, &t.shape}; }
@@ -29,29 +34,35 @@ char* at(void* p, DType t, int64_t i) {
   return static_cast<char*>(p) + i * static_cast<int64_t>(dtype_size(t));
 }
 
-// Runs body(row0, rows, col0, cols) over the plan's tasks, on the calling
-// thread when the plan says one thread.
+thread_local int g_last_team = 1;
+
+// Runs body(task) over the plan's tasks, on the calling thread when the
+// plan says one thread.
 template <class Body>
-void run_tasks(const Plan& p, int64_t rows, int64_t cols, Body&& body) {
+void run_tasks(const Plan& p, Body&& body) {
   const int64_t tasks = p.tasks();
-  auto one = [&](int64_t t) {
-    const int64_t r = t / p.col_tasks, c = t % p.col_tasks;
-    const int64_t row0 = r * p.row_block, col0 = c * p.col_block;
-    body(row0, std::min(p.row_block, rows - row0), col0,
-         std::min(p.col_block, cols - col0));
-  };
   if (p.threads <= 1 || tasks <= 1) {
-    for (int64_t t = 0; t < tasks; ++t) one(t);
+    g_last_team = 1;
+    for (int64_t t = 0; t < tasks; ++t) body(p.task(t));
     return;
   }
-#pragma omp parallel for num_threads(p.threads) schedule(static)
-  for (int64_t t = 0; t < tasks; ++t) one(t);
+  int team = 1;
+#pragma omp parallel num_threads(p.threads)
+  {
+#ifdef _OPENMP
+#pragma omp single nowait
+    team = omp_get_num_threads();
+#endif
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < tasks; ++t) body(p.task(t));
+  }
+  g_last_team = team;
 }
 
-Plan plan_for(int64_t rows, int64_t cols, DType t, int streams,
-              const Options& o, int64_t max_row_tasks = core::kMaxRowTasks) {
-  return core::make_plan(rows, cols, t, streams, core::this_machine(),
-                         o.num_threads, max_row_tasks);
+// The plan of op `id` whose primary tensor is `primary`.
+Plan plan_for(OpId id, const std::vector<int64_t>& primary, DType t,
+              const Options& o) {
+  return core::plan_op(id, primary, t, o);
 }
 
 int64_t last_dim(const std::vector<int64_t>& s) { return s.back(); }
@@ -60,7 +71,8 @@ int64_t last_dim(const std::vector<int64_t>& s) { return s.back(); }
 // to kMaxDbiasRowTasks x cols). Allocated per call, that buffer came back
 // as fresh pages (glibc maps large blocks and unmaps them on free), and
 // their first-touch faults made a 1024 x 4096 f32 call 0.58-0.61
-// ns/element against 0.43-0.47 with a kept buffer (1 thread, same runs).
+// ns/element against 0.43-0.47 with a kept buffer (1 thread, same runs of
+// `gelu-fusion report --ops bias_gelu_backward --sizes 4M --threads 1`).
 // So each calling thread keeps its buffer for its next call, up to
 // kKeptPartialBytes (8 MiB: 16 rows of 64K columns); a larger one is
 // allocated for the call alone, into `owned`.
@@ -80,7 +92,7 @@ double* partial_sums(size_t count, std::unique_ptr<double[]>& owned) {
 }
 
 // An element-wise op: validate, then run kernel(dtype, first, count) over
-// the plan's chunks. Its K tensors are the streams the plan sizes tiles by.
+// the plan's chunks.
 template <size_t K, class Kernel>
 void eltwise(OpId id, const TensorArg (&args)[K], const Options& o,
              Kernel&& kernel) {
@@ -88,11 +100,15 @@ void eltwise(OpId id, const TensorArg (&args)[K], const Options& o,
   const int64_t n = numel(*args[0].shape);
   if (n == 0) return;
   const DType t = args[0].dtype;
-  run_tasks(plan_for(1, n, t, static_cast<int>(K), o), 1, n,
-            [&](int64_t, int64_t, int64_t c0, int64_t nc) { kernel(t, c0, nc); });
+  run_tasks(plan_for(id, *args[0].shape, t, o),
+            [&](const Task& k) { kernel(t, k.col0, k.cols); });
 }
 
 }  // namespace
+
+namespace core {
+int last_run_threads() { return g_last_team; }
+}  // namespace core
 
 void gelu(ConstTensorRef x, TensorRef y, const Options& o) {
   eltwise(OpId::gelu, {arg(x), arg(y)}, o, [&](DType t, int64_t c0, int64_t nc) {
@@ -135,13 +151,12 @@ void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y,
   const int64_t n = numel(x.shape);
   if (n == 0) return;
   const DType t = x.dtype;
-  const int64_t cols = last_dim(x.shape), rows = n / cols;
-  run_tasks(plan_for(rows, cols, t, 2, o), rows, cols,
-            [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-              const int64_t i0 = r0 * cols + c0;
-              cpu::bias_fwd(o.approximate, t, nr, nc, cols, at(x.data, t, i0),
-                            at(bias.data, t, c0), at(y.data, t, i0));
-            });
+  const int64_t cols = last_dim(x.shape);
+  run_tasks(plan_for(OpId::bias_gelu, x.shape, t, o), [&](const Task& k) {
+    const int64_t i0 = k.row0 * cols + k.col0;
+    cpu::bias_fwd(o.approximate, t, k.rows, k.cols, cols, at(x.data, t, i0),
+                  at(bias.data, t, k.col0), at(y.data, t, i0));
+  });
 }
 
 void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
@@ -161,23 +176,24 @@ void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
   // Per row block, per column: the block's sum of dx. Row blocks do not
   // depend on the thread count and are combined in block order below, so
   // dbias is bit-identical for any number of threads.
-  const Plan p = plan_for(rows, cols, t, 3, o, core::kMaxDbiasRowTasks);
+  const Plan p = plan_for(OpId::bias_gelu_backward, x.shape, t, o);
   // Every block's row of sums is stored by its kernel call, so the buffer
   // needs no initialisation.
   std::unique_ptr<double[]> owned;
   double* const partial =
       partial_sums(static_cast<size_t>(p.row_tasks * cols), owned);
-  run_tasks(p, rows, cols, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-    const int64_t i0 = r0 * cols + c0;
-    cpu::bias_bwd(o.approximate, t, nr, nc, cols, at(dy.data, t, i0),
-                  at(x.data, t, i0), at(bias.data, t, c0), at(dx.data, t, i0),
-                  partial + (r0 / p.row_block) * cols + c0);
+  run_tasks(p, [&](const Task& k) {
+    const int64_t i0 = k.row0 * cols + k.col0;
+    cpu::bias_bwd(o.approximate, t, k.rows, k.cols, cols, at(dy.data, t, i0),
+                  at(x.data, t, i0), at(bias.data, t, k.col0), at(dx.data, t, i0),
+                  partial + k.row_task * cols + k.col0);
   });
   // sums_to adds the blocks in block order per column, rounds once to f32
   // and stores dbias in its dtype, in one vector pass: scalar loops and an
   // allocated f32 buffer had cost as much as the kernel for one row of 4096
-  // columns, and 14% of it for 64 rows. dbias is written last: it may be
-  // the bias buffer itself (in place).
+  // columns, and 14% of it for 64 rows (`gelu-fusion report --ops
+  // bias_gelu_backward --sizes 4K,256K --threads 1`). dbias is written
+  // last: it may be the bias buffer itself (in place).
   cpu::sums_to(dbias.dtype, cols, p.row_tasks, partial, dbias.data);
 }
 
@@ -187,13 +203,13 @@ void geglu(ConstTensorRef x, TensorRef y, const Options& o) {
   const int64_t n = numel(x.shape);
   if (n == 0) return;
   const DType t = x.dtype;
-  const int64_t h = last_dim(x.shape) / 2, rows = n / (2 * h);
-  run_tasks(plan_for(rows, h, t, 3, o), rows, h,
-            [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-              cpu::geglu_fwd(o.approximate, t, nr, nc, h,
-                             at(x.data, t, r0 * 2 * h + c0),
-                             at(y.data, t, r0 * h + c0));
-            });
+  const int64_t h = last_dim(x.shape) / 2;
+  run_tasks(plan_for(OpId::geglu, x.shape, t, o), [&](const Task& k) {
+    cpu::geglu_fwd(o.approximate, t, k.rows, k.cols, h,
+                   at(x.data, t, k.row0 * 2 * h + k.col0),
+                   at(y.data, t, k.row0 * h + k.col0),
+                   o.gelu_half == GeluHalf::second);
+  });
 }
 
 void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
@@ -203,14 +219,14 @@ void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
   const int64_t n = numel(x.shape);
   if (n == 0) return;
   const DType t = x.dtype;
-  const int64_t h = last_dim(x.shape) / 2, rows = n / (2 * h);
-  run_tasks(plan_for(rows, h, t, 5, o), rows, h,
-            [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
-              cpu::geglu_bwd(o.approximate, t, nr, nc, h,
-                             at(dy.data, t, r0 * h + c0),
-                             at(x.data, t, r0 * 2 * h + c0),
-                             at(dx.data, t, r0 * 2 * h + c0));
-            });
+  const int64_t h = last_dim(x.shape) / 2;
+  run_tasks(plan_for(OpId::geglu_backward, x.shape, t, o), [&](const Task& k) {
+    cpu::geglu_bwd(o.approximate, t, k.rows, k.cols, h,
+                   at(dy.data, t, k.row0 * h + k.col0),
+                   at(x.data, t, k.row0 * 2 * h + k.col0),
+                   at(dx.data, t, k.row0 * 2 * h + k.col0),
+                   o.gelu_half == GeluHalf::second);
+  });
 }
 
 }  // namespace gelu

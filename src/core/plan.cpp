@@ -26,15 +26,15 @@ int64_t align_down(int64_t v) { return std::max(kColAlign, v / kColAlign * kColA
 
 }  // namespace
 
-// kMinElementsPerThread (plan.hpp): an OpenMP fork/join costs ~3 us on the
-// 2-core development machine (AMD EPYC Zen 5, AVX-512) and the f32 kernels
-// run at 0.15-0.2 ns/element in cache (256K elements, 1 thread), so below
-// ~32K elements per thread a second thread cannot win its start back; 64K
-// keeps a 2x margin. `gelu_bench --benchmark_filter=threads`
+// kMinElementsPerThread (plan.hpp): an OpenMP fork/join of 2 threads costs
+// ~3 us and the f32 kernels run at 0.15-0.2 ns/element in cache (256K
+// elements, 1 thread, AVX-512: `gelu_bench --benchmark_filter=^gelu/f32`),
+// so below ~32K elements per thread a second thread cannot win its start
+// back; 64K keeps a 2x margin. `gelu_bench --benchmark_filter=threads`
 // (bench/kernels_bench.cpp) compares 1 and 2 threads through the public API
 // side by side at 4K..1M; rerun it on an idle machine to move the threshold
-// (on the shared, loaded development box the 2-thread rows were dominated by
-// descheduled OpenMP workers and could not set it).
+// (on a shared, loaded one the 2-thread rows are dominated by descheduled
+// OpenMP workers).
 
 const Machine& this_machine() {
   static const Machine m = [] {
@@ -58,6 +58,8 @@ Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
   Plan p{};
   rows = std::max<int64_t>(rows, 0);
   cols = std::max<int64_t>(cols, 0);
+  p.rows = rows;
+  p.cols = cols;
 
   // A task's working set (all its streams) should sit in half of L2, so that
   // a task's tensors stay cached between its loads and stores.
@@ -68,7 +70,8 @@ Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
 
   // Whole rows when they fit the tile: every task then streams contiguous
   // memory (narrow column blocks of long rows measured 2.5x slower for
-  // bias_gelu at 8192 x 4096 f32: strided blocks defeat the prefetchers).
+  // bias_gelu at 8192 x 4096 f32, `gelu-fusion report --ops bias_gelu
+  // --sizes 32M`: strided blocks defeat the prefetchers).
   p.col_block = cols <= tile ? std::max<int64_t>(cols, 1) : tile;
   p.row_block = std::max<int64_t>(1, tile / p.col_block);
   // Bound the number of row blocks: the op layer keeps one row of dbias
@@ -87,6 +90,29 @@ Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
   p.threads = static_cast<int>(
       std::clamp<int64_t>(std::min({want, useful, p.tasks()}), 1, 1 << 16));
   return p;
+}
+
+Plan plan_op(OpId id, const std::vector<int64_t>& primary_shape, DType dtype,
+             const Options& options, const Machine& machine) {
+  const OpDecl& op = op_decl(id);
+  int64_t n = 1;
+  for (int64_t d : primary_shape) n *= std::max<int64_t>(d, 0);
+  const int64_t last = primary_shape.empty() ? 1 : primary_shape.back();
+  int64_t rows = 1, cols = n;
+  switch (op.kind) {
+    case OpKind::eltwise: break;
+    case OpKind::rows:
+    case OpKind::rows_reduce:
+      cols = last;
+      rows = cols > 0 ? n / cols : 0;
+      break;
+    case OpKind::gated:
+      cols = last / 2;
+      rows = last > 0 ? n / last : 0;
+      break;
+  }
+  return make_plan(rows, cols, dtype, op.streams(), machine, options.num_threads,
+                   op.kind == OpKind::rows_reduce ? dbias_max_row_tasks(rows) : kMaxRowTasks);
 }
 
 std::string describe_plan(const Plan& p) {

@@ -41,23 +41,6 @@ int64_t checked_numel(const OpDecl& op, const TensorDecl& decl,
   return n;
 }
 
-std::vector<int64_t> expected_shape(ShapeRule rule,
-                                    const std::vector<int64_t>& primary) {
-  switch (rule) {
-    case ShapeRule::primary:
-    case ShapeRule::same:
-      return primary;
-    case ShapeRule::last_dim:
-      return {primary.back()};
-    case ShapeRule::half_last: {
-      std::vector<int64_t> s = primary;
-      s.back() /= 2;
-      return s;
-    }
-  }
-  return primary;
-}
-
 const char* rule_reason(ShapeRule rule) {
   switch (rule) {
     case ShapeRule::last_dim: return "the last dimension of ";
@@ -88,6 +71,13 @@ void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
   if (opts.num_threads < 0)
     fail(op, "num_threads is " + std::to_string(opts.num_threads) +
                  ", expected >= 0 (0 = library default)");
+  if (opts.gelu_half != GeluHalf::first &&
+      (opts.gelu_half != GeluHalf::second ||
+       (id != OpId::geglu && id != OpId::geglu_backward)))
+    fail(op, std::string("gelu_half is ") + gelu_half_name(opts.gelu_half) +
+                 (opts.gelu_half == GeluHalf::second
+                      ? ", expected the default 'first' (it applies to geglu only)"
+                      : ", expected GeluHalf::first or GeluHalf::second"));
   if (opts.approximate != Approx::none && opts.approximate != Approx::tanh &&
       opts.approximate != Approx::quick)
     fail(op, "approximate is " +
@@ -95,8 +85,7 @@ void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
                  ", expected Approx::none, Approx::tanh or Approx::quick");
 
   // The primary tensor fixes every other shape and the dtype.
-  int primary = 0;
-  while (op.tensors[primary].shape != ShapeRule::primary) ++primary;
+  const int primary = op.primary();
   const TensorDecl& pdecl = op.tensors[primary];
   const std::vector<int64_t>& pshape = *args[primary].shape;
 
@@ -121,7 +110,7 @@ void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
   for (size_t i = 0; i < args.size(); ++i) {
     const TensorDecl& decl = op.tensors[i];
     if (static_cast<int>(i) == primary) continue;
-    const std::vector<int64_t> want = expected_shape(decl.shape, pshape);
+    const std::vector<int64_t> want = tensor_shape(op, static_cast<int>(i), pshape);
     if (*args[i].shape != want)
       fail(op, std::string(decl.name) + " has shape " +
                    shape_text(*args[i].shape) + ", expected " +
@@ -152,14 +141,14 @@ void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
                              dtype_size(args[i].dtype)};
   };
   for (size_t o = 0; o < args.size(); ++o) {
-    if (!op.tensors[o].output || numels[o] == 0) continue;
+    if (!op.tensors[o].output() || numels[o] == 0) continue;
     const Extent eo = extent(o);
     for (size_t i = 0; i < args.size(); ++i) {
       if (i == o || numels[i] == 0) continue;
-      if (op.tensors[i].output && i < o) continue;  // pair checked already
+      if (op.tensors[i].output() && i < o) continue;  // pair checked already
       const Extent ei = extent(i);
       if (eo.end <= ei.begin || ei.end <= eo.begin) continue;
-      const bool same_buffer = !op.tensors[i].output &&
+      const bool same_buffer = !op.tensors[i].output() &&
                                args[i].data == args[o].data &&
                                args[i].dtype == args[o].dtype &&
                                *args[i].shape == *args[o].shape;

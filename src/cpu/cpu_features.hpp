@@ -6,7 +6,7 @@
 namespace gelu::cpu {
 
 // AVX512_BF16 (vcvtne2ps2bf16: 32 f32 -> bf16 with round-to-nearest-even in
-// one instruction), on Zen 4 and later, Cooper Lake and Sapphire Rapids.
+// one instruction), where CPUID reports it.
 // Highway 1.0 has no target for it, so the AVX3 kernels ask per call.
 inline bool cpu_has_avx512_bf16() {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))

@@ -87,8 +87,8 @@ HWY_INLINE void AddToSums(DF df, hn::Vec<DF> v, double* sums) {
 }
 
 // a * b as one FMA with -0 added: the same bits as Mul (a + -0 keeps the
-// sign of a zero product), but Zen 5 runs vmulps with subnormal operands or
-// results 2-4x slower and FMA at full speed. gelu' and gelu are subnormal
+// sign of a zero product), but some x86 cores run vmulps with subnormal
+// operands or results 2-4x slower and FMA at full speed. gelu' and gelu are subnormal
 // deep in the negative tail (measured in tools/fit/bench_gelu_math.cpp).
 template <class DF>
 HWY_INLINE hn::Vec<DF> MulTail(DF df, hn::Vec<DF> a, hn::Vec<DF> b) {

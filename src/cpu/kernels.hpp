@@ -33,6 +33,29 @@ void bias_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
 // first summed in f32, (((r0 + r1) + r2) + r3), the group sums added in
 // double in row order; stored, not accumulated. The op layer combines chunk
 // sums in a fixed order.
+// Narrow rows (dbias_narrow: contiguous, more than one, under
+// kDbiasNarrowCols columns) are summed by spans instead: the rows taken
+// k = dbias_span(cols) / cols at a time, a group of 4 is rows q, q + k,
+// q + 2k, q + 3k of consecutive spans (f32, in that order), the group sums
+// of each q added in double in span order, then dbias[j] = the sum over
+// q = 0, 1, ... of those (double, in q order).
+inline constexpr int64_t kDbiasNarrowCols = 64;
+constexpr bool dbias_narrow(int64_t rows, int64_t cols, int64_t stride) {
+  return stride == cols && rows > 1 && cols < kDbiasNarrowCols;
+}
+// The smallest multiple of lcm(cols, 64) of at least 1024 elements (64: a
+// multiple of every target's step, so the order does not depend on the
+// target; at most 63 * 64 for cols < kDbiasNarrowCols).
+constexpr int64_t dbias_span(int64_t cols) {
+  int64_t a = cols, b = 64;
+  while (b != 0) {
+    const int64_t r = a % b;
+    a = b;
+    b = r;
+  }
+  const int64_t l = cols / a * 64;
+  return l >= 1024 ? l : (1024 + l - 1) / l * l;
+}
 void bias_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
               const void* dy, const void* x, const void* bias, void* dx,
               double* dbias);
@@ -40,10 +63,11 @@ void bias_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
 // GeGLU over `rows` rows, columns [0, cols) of a row whose gate half begins
 // `h` elements after its value half: x rows are 2h apart, y/dy rows h apart,
 // dx rows 2h apart. x and dx point at the value half's first column.
+// gelu_second: the GELU's half is the second one (GeluHalf::second).
 void geglu_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
-               const void* x, void* y);
+               const void* x, void* y, bool gelu_second = false);
 void geglu_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
-               const void* dy, const void* x, void* dx);
+               const void* dy, const void* x, void* dx, bool gelu_second = false);
 
 // Storage conversions on the kernels' own vector path (bf16/f16 rounded to
 // nearest-even, bit for bit as src/ref/convert.hpp).

@@ -7,6 +7,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
 #include "cpu/driver-inl.h"
+#include "cpu/narrow_rows-inl.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -22,6 +23,12 @@ void BiasFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
              const void* x, const void* bias, void* y) {
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
+    // Contiguous rows (the chunk is whole rows) of up to kFlatMaxCols: one
+    // flat pass, no per-row call or tail step.
+    if (stride == cols && rows > 1 && cols <= static_cast<int64_t>(kFlatMaxCols)) {
+      return BiasForwardFlat<decltype(m), S>(static_cast<size_t>(rows), static_cast<size_t>(cols),
+                                             CP<S>(x), CP<S>(bias), P<S>(y));
+    }
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t o = r * stride;
       Row<decltype(m), S, kSum>(
@@ -38,32 +45,51 @@ void BiasBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
   }
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
+    if (dbias_narrow(rows, cols, stride)) {
+      return BiasBackwardNarrow<decltype(m), S>(static_cast<size_t>(rows),
+                                                static_cast<size_t>(cols), CP<S>(dy), CP<S>(x),
+                                                CP<S>(bias), P<S>(dx), dbias);
+    }
     BiasBackwardRows<decltype(m), S>(rows, cols, stride, CP<S>(dy), CP<S>(x), CP<S>(bias),
                                      P<S>(dx), dbias);
   });
 }
 
+// `g` and `u`: offsets in a row of the GELU's half and of its multiplier.
 void GegluFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
-              const void* x, void* y) {
+              const void* x, void* y, bool gelu_second) {
+  const int64_t g = gelu_second ? h : 0, u = h - g;
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
+    // The narrow path deinterleaves [gelu half | multiplier] rows; the
+    // GELU on the second half keeps the per-row walk.
+    if (!gelu_second && cols == h && rows > 1 && h < static_cast<int64_t>(kNarrowCols)) {
+      return GegluForwardNarrow<decltype(m), S>(static_cast<size_t>(rows),
+                                                static_cast<size_t>(h), CP<S>(x), P<S>(y));
+    }
     for (int64_t r = 0; r < rows; ++r) {
       const auto xr = CP<S>(x) + r * 2 * h;
       Row<decltype(m), S, kGated>(
-          cols, {nullptr, xr, xr + h, P<S>(y) + r * h, nullptr, nullptr});
+          cols, {nullptr, xr + g, xr + u, P<S>(y) + r * h, nullptr, nullptr});
     }
   });
 }
 
 void GegluBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
-              const void* dy, const void* x, void* dx) {
+              const void* dy, const void* x, void* dx, bool gelu_second) {
+  const int64_t g = gelu_second ? h : 0, u = h - g;
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
+    if (!gelu_second && cols == h && rows > 1 && h < static_cast<int64_t>(kNarrowCols)) {
+      return GegluBackwardNarrow<decltype(m), S>(static_cast<size_t>(rows),
+                                                 static_cast<size_t>(h), CP<S>(dy), CP<S>(x),
+                                                 P<S>(dx));
+    }
     for (int64_t r = 0; r < rows; ++r) {
       const auto xr = CP<S>(x) + r * 2 * h;
       const auto dxr = P<S>(dx) + r * 2 * h;
       Row<decltype(m), S, kGated | kBackward>(
-          cols, {CP<S>(dy) + r * h, xr, xr + h, dxr, dxr + h, nullptr});
+          cols, {CP<S>(dy) + r * h, xr + g, xr + u, dxr + g, dxr + u, nullptr});
     }
   });
 }
@@ -94,12 +120,12 @@ void bias_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t stride,
                                 dbias);
 }
 void geglu_fwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h,
-               const void* x, void* y) {
-  HWY_DYNAMIC_DISPATCH(GegluFwd)(a, t, rows, cols, h, x, y);
+               const void* x, void* y, bool gelu_second) {
+  HWY_DYNAMIC_DISPATCH(GegluFwd)(a, t, rows, cols, h, x, y, gelu_second);
 }
 void geglu_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h,
-               const void* dy, const void* x, void* dx) {
-  HWY_DYNAMIC_DISPATCH(GegluBwd)(a, t, rows, cols, h, dy, x, dx);
+               const void* dy, const void* x, void* dx, bool gelu_second) {
+  HWY_DYNAMIC_DISPATCH(GegluBwd)(a, t, rows, cols, h, dy, x, dx, gelu_second);
 }
 
 }  // namespace gelu::cpu

@@ -109,7 +109,8 @@ struct BF16Pairs : BF16 {
   // are zero) or the default NaN (low bits zero too), quieted or not; adding
   // 0x7fff + lsb to zero low bits cannot carry, so it stays that NaN. The
   // three NaN ops cost 0.03-0.04 ns/element, 15% of the bf16 forward
-  // (measured on AVX-512 Zen 5, 256K elements, 1 thread). Every bf16 NaN
+  // (AVX-512, 256K elements, 1 thread: `gelu_bench
+  // --benchmark_filter=^gelu/bf16/none/262144`). Every bf16 NaN
   // pattern goes through every input of every op, on every target, in
   // tests/ops_nan_patterns_test.cpp.
   template <class DF>
@@ -128,7 +129,8 @@ struct BF16Pairs : BF16 {
 // instruction for both vectors (round-to-nearest-even, NaN quieted as
 // BF16::Store does) and one vpermw back to the even/odd layout, against 10
 // integer ops (0.145 -> 0.17 with the checks below, against 0.195 ns/element
-// for the bf16 forward, AVX-512 Zen 5, 16K elements, 1 thread). Only where
+// for the bf16 forward, AVX-512, 1 thread; `gelu_bench
+// --benchmark_filter=^gelu/bf16/none` measures it). Only where
 // use_avx512_bf16() (src/cpu/cpu_features.hpp) says so; written as inline asm
 // because Highway 1.0's AVX3 target does not enable the instruction set.
 // The instruction flushes subnormal inputs to zero, so a step with a

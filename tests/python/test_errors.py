@@ -11,26 +11,36 @@ def raises(match):
 
 
 def test_dtype():
+    """The ops keep their errors; the Python functions fall back to
+    PyTorch's composition instead (tests/python/test_dropin_fallbacks.py)."""
+    ops = torch.ops.gelu_fusion
     with raises(r"gelu_fusion::gelu: x has dtype Double, expected Float, "
                 r"BFloat16 or Half"):
-        gelu_fusion.gelu(torch.zeros(3, dtype=torch.float64))
+        ops.gelu(torch.zeros(3, dtype=torch.float64))
     with raises(r"x has dtype Int, expected"):
-        gelu_fusion.gelu(torch.zeros(3, dtype=torch.int32))
+        ops.gelu(torch.zeros(3, dtype=torch.int32))
     with raises(r"bias_gelu: bias has dtype bf16, expected f32 \(the dtype of x\)"):
-        gelu_fusion.bias_gelu(torch.zeros(2, 3), torch.zeros(3, dtype=torch.bfloat16))
+        ops.bias_gelu(torch.zeros(2, 3), torch.zeros(3, dtype=torch.bfloat16))
     with raises(r"add_gelu: b has dtype f16, expected f32"):
-        gelu_fusion.add_gelu(torch.zeros(3), torch.zeros(3, dtype=torch.float16))
+        ops.add_gelu(torch.zeros(3), torch.zeros(3, dtype=torch.float16))
+    # No kernel and no composition either: PyTorch's own error.
+    with raises(r"not implemented for 'Int'"):
+        gelu_fusion.gelu(torch.zeros(3, dtype=torch.int32))
 
 
 def test_device():
+    ops = torch.ops.gelu_fusion
     with raises(r"gelu_fusion::gelu: x is on meta, expected a CPU tensor"):
-        gelu_fusion.gelu(torch.zeros(3, device="meta"))
+        ops.gelu(torch.zeros(3, device="meta"))
     with raises(r"bias_gelu: bias is on meta, expected a CPU tensor"):
-        gelu_fusion.bias_gelu(torch.zeros(2, 3), torch.zeros(3, device="meta"))
+        ops.bias_gelu(torch.zeros(2, 3), torch.zeros(3, device="meta"))
 
 
 def test_layout():
     with raises(r"expected a strided"):
+        torch.ops.gelu_fusion.gelu(torch.zeros(3, 3).to_sparse())
+    # The function behaves as F.gelu does on a layout it has no kernel for.
+    with pytest.raises(NotImplementedError, match="SparseCPU"):
         gelu_fusion.gelu(torch.zeros(3, 3).to_sparse())
 
 
@@ -43,7 +53,10 @@ def test_shapes():
     with raises(r"bias_gelu: x has shape \[\], expected at least one dimension"):
         gelu_fusion.bias_gelu(torch.tensor(1.0), torch.zeros(1))
     with raises(r"add_gelu: b has shape \[3\], expected \[2, 3\]"):
-        gelu_fusion.add_gelu(torch.zeros(2, 3), torch.zeros(3))
+        torch.ops.gelu_fusion.add_gelu(torch.zeros(2, 3), torch.zeros(3))
+    # The function broadcasts as a + b does, with a + b's error otherwise.
+    with raises(r"must match the size of tensor b"):
+        gelu_fusion.add_gelu(torch.zeros(2, 3), torch.zeros(4))
     with raises(r"geglu: x has shape \[4, 5\], expected an even last dimension"):
         gelu_fusion.geglu(torch.zeros(4, 5))
     with raises(r"geglu: x has shape \[\], expected at least one dimension"):

@@ -1,6 +1,7 @@
 """Layouts and autograd plumbing: non-contiguous and expanded inputs give
 bit-identical results to contiguous copies, requires_grad on any subset of
-inputs, grad mode off, double backward raises, threads do not matter."""
+inputs, grad mode off, threads do not matter (double backward:
+test_dropin_autograd.py)."""
 import itertools
 
 import pytest
@@ -129,32 +130,91 @@ def test_same_tensor_twice():
     assert torch.allclose(x.grad, 2 * z.grad, rtol=0, atol=0)
 
 
-def test_saves_only_inputs():
-    """Each forward saves what its backward consumes: the inputs, not y."""
+SAVED = {  # op -> (call, the tensors its backward must save: its inputs)
+    "gelu": lambda x, b, c: (gelu_fusion.gelu(x), [x]),
+    "bias_gelu": lambda x, b, c: (gelu_fusion.bias_gelu(x, b), [x, b]),
+    "add_gelu": lambda x, b, c: (gelu_fusion.add_gelu(x, c), [x, c]),
+    "geglu": lambda x, b, c: (gelu_fusion.geglu(x), [x]),
+}
+
+
+@pytest.mark.parametrize("op", sorted(SAVED))
+def test_saves_only_inputs(op):
+    """Each forward saves exactly what its backward consumes, its inputs
+    (never the output): seen through saved_tensors_hooks, which PyTorch
+    calls for every tensor an autograd node saves."""
     x = inputs((3, 8), torch.float32).requires_grad_()
     b = inputs((8,), torch.float32).requires_grad_()
-    y = gelu_fusion.bias_gelu(x, b)
-    y.sum().backward()  # frees the saved tensors
-    with pytest.raises(RuntimeError):
-        y.sum().backward()  # a second pass finds them freed, like PyTorch's
+    c = inputs((3, 8), torch.float32, seed=1).requires_grad_()
+    packed = []
+
+    def pack(t):
+        packed.append(t)
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        y, expected = SAVED[op](x, b, c)
+    assert len(packed) == len(expected), [tuple(t.shape) for t in packed]
+    for got, want in zip(packed, expected):
+        assert got is want, (tuple(got.shape), tuple(want.shape))
+    y.sum().backward()  # the node unpacks and uses them
+    assert x.grad is not None
 
 
-def test_double_backward_raises():
-    x = inputs((5,), torch.float32).requires_grad_()
-    (g,) = torch.autograd.grad(gelu_fusion.gelu(x).sum(), x, create_graph=True)
-    with pytest.raises(RuntimeError, match="gelu_backward"):
-        g.sum().backward()
+# The library starts a second thread only from 2 * kMinElementsPerThread
+# elements (src/core/plan.hpp: 64K per thread).
+MIN_ELEMENTS_FOR_TWO_THREADS = 2 * 64 * 1024
+
+THREADS_WORKER = r"""
+import os, sys
+import numpy as np, torch, gelu_fusion
+rows = int(sys.argv[1])
+# Inputs through numpy: no torch op runs an OpenMP region before ours.
+x = torch.from_numpy(np.random.default_rng(0).standard_normal((rows, 1000), dtype=np.float32))
+b = torch.from_numpy(np.random.default_rng(1).standard_normal(1000, dtype=np.float32))
+torch.set_num_threads(2)
+assert torch.get_num_threads() == 2
+before = len(os.listdir("/proc/self/task"))
+gelu_fusion.bias_gelu(x, b)
+print(len(os.listdir("/proc/self/task")) - before)
+"""
+
+
+def threads_started(rows):
+    """OS threads a first bias_gelu call of rows x 1000 starts in a fresh
+    process (OpenMP keeps its workers, so they can be counted after)."""
+    import os
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", THREADS_WORKER, str(rows)],
+                         capture_output=True, text=True, check=True,
+                         env=dict(os.environ))
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not __import__("os").path.isdir("/proc/self/task"),
+                    reason="counts threads through /proc")
+def test_threads_actually_run():
+    """Above the threshold a call with torch.set_num_threads(2) starts a
+    worker thread; below it, none (so the test below compares two thread
+    counts, not one count twice)."""
+    assert 300 * 1000 >= MIN_ELEMENTS_FOR_TWO_THREADS
+    assert threads_started(300) >= 1
+    assert threads_started(100) == 0  # 100K < the threshold
 
 
 @pytest.mark.parametrize("form", FORMS)
 def test_thread_count_does_not_change_results(form):
-    x = inputs((300, 1000), torch.float32, seed=8)
+    x = inputs((300, 1000), torch.float32, seed=8)  # above the threshold
+    assert x.numel() >= MIN_ELEMENTS_FOR_TWO_THREADS
     b = inputs((1000,), torch.float32, seed=9)
     old = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
+        assert torch.get_num_threads() == 1
         y1, g1 = run(lambda a, c: gelu_fusion.bias_gelu(a, c, form), x, b)
         torch.set_num_threads(2)
+        assert torch.get_num_threads() == 2
         y2, g2 = run(lambda a, c: gelu_fusion.bias_gelu(a, c, form), x, b)
     finally:
         torch.set_num_threads(old)

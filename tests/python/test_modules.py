@@ -108,8 +108,10 @@ def test_patch_transformer_like(fuse_bias):
     assert list(model.state_dict()) == keys
     assert [id(p) for p in model.parameters()] == [id(p) for p in params]
     assert isinstance(model.blocks[1].mlp[1],
-                      nn.Identity if fuse_bias else gelu_fusion.GELU)
-    assert model.blocks[1].mlp[0].approximate == "tanh" if fuse_bias else True
+                      gelu_fusion.BiasGELU if fuse_bias else gelu_fusion.GELU)
+    assert model.blocks[1].mlp[1].approximate == "tanh"
+    assert type(model.blocks[1].mlp[0]) is nn.Linear  # the Linear stays
+    assert len(n.fused) == (2 if fuse_bias else 0)  # the head's Linear has no bias
     # bias=False Linear is never fused; its GELU is swapped.
     assert isinstance(model.head[0], nn.Linear)
     assert isinstance(model.head[1], gelu_fusion.GELU)
@@ -130,9 +132,9 @@ def test_patch_transformer_like(fuse_bias):
 def test_patch_top_level_and_repr():
     seq = nn.Sequential(nn.Linear(4, 8), nn.GELU("tanh"), nn.Linear(8, 2))
     assert gelu_fusion.patch(seq, fuse_bias=True) == 1
-    assert repr(seq[0]) == ("LinearBiasGELU(in_features=4, out_features=8, "
-                            "approximate='tanh')")
-    assert gelu_fusion.patch(nn.GELU()) == 0  # the model itself is not swapped
+    assert repr(seq[1]) == "BiasGELU(approximate='tanh', bias of '0')"
+    r = gelu_fusion.patch(nn.GELU())
+    assert r == 0 and r.skipped[0][0] == ""  # the model itself is not swapped
     scripted = torch.jit.script(seq)
     x = inputs((3, 4), torch.float32)
     assert torch.equal(scripted(x), seq(x))

@@ -39,8 +39,8 @@ template <class M>
 HWY_NOINLINE void Bwd(const float* dy, const float* x, float* dx, size_t n) {
   const hn::ScalableTag<float> d;
   for (size_t i = 0; i < n; i += hn::Lanes(d))
-    // dy * gelu'(x) as an FMA: gelu' is subnormal deep in the tail, and Zen 5
-    // takes a slow path for vmulps with subnormal operands (not for FMA).
+    // dy * gelu'(x) as an FMA: gelu' is subnormal deep in the tail, and some
+    // x86 cores take a slow path for vmulps with subnormal operands (not for FMA).
     hn::Store(hn::MulAdd(hn::Load(d, dy + i), M::Grad(d, hn::Load(d, x + i)),
                          hn::Set(d, -0.0f)),
               d, dx + i);

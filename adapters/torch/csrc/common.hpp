@@ -7,7 +7,9 @@
 #include <ATen/Parallel.h>
 #include <ATen/native/Resize.h>
 
+#include <algorithm>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +73,45 @@ inline gelu::Options options(const char* op, c10::string_view approximate) {
   o.num_threads = at::get_num_threads();
   return o;
 }
+
+// Output layout as F.gelu's (empty_like): a dense, non-overlapping input
+// that is not contiguous (transposed, channels_last) is computed through its
+// permuted view, which is contiguous without a copy, and the result is
+// permuted back, so it has the input's strides. Other inputs are copied
+// contiguous and give contiguous results.
+struct Layout {
+  std::vector<int64_t> perm;  // empty: plain contiguous
+
+  // The dimensions of `t` by decreasing stride, when that view of a dense
+  // `t` is contiguous and differs from `t`; else empty. With keep_last, only
+  // permutations that leave the last dimension last (bias_gelu's bias runs
+  // along it).
+  static Layout of(const at::Tensor& t, bool keep_last = false) {
+    Layout l;
+    if (t.dim() < 2 || t.is_contiguous() || !t.is_non_overlapping_and_dense())
+      return l;
+    std::vector<int64_t> p(t.dim());
+    std::iota(p.begin(), p.end(), int64_t{0});
+    const auto st = t.strides();
+    std::stable_sort(p.begin(), p.end(),
+                     [&](int64_t a, int64_t b) { return st[a] > st[b]; });
+    if (keep_last && p.back() != t.dim() - 1) return l;
+    if (!t.permute(p).is_contiguous()) return l;
+    l.perm = std::move(p);
+    return l;
+  }
+  // `t` (of the input's shape) in the computing order, contiguous.
+  at::Tensor in(const at::Tensor& t) const {
+    return perm.empty() ? t.contiguous() : t.permute(perm).contiguous();
+  }
+  // A result computed in that order, in the input's dimension order.
+  at::Tensor out(const at::Tensor& t) const {
+    if (perm.empty()) return t;
+    std::vector<int64_t> inv(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<int64_t>(i);
+    return t.permute(inv);
+  }
+};
 
 // Debug aid for the tests: when on, every output is filled with NaN before
 // the kernel runs, so an element the kernel never writes shows up.

@@ -4,21 +4,26 @@ and a one-line model patch.
     import gelu_fusion
     y = gelu_fusion.gelu(x)                    # like F.gelu(x)
     y = gelu_fusion.bias_gelu(x, bias)         # gelu(x + bias), one pass
-    n = gelu_fusion.patch(model, fuse_bias=True)
+    r = gelu_fusion.patch(model, fuse_bias=True)  # int count; r.skipped
 
-The ops live in ``torch.ops.gelu_fusion`` (float32, bfloat16 and float16 on
-CPU), so TorchScript can call them too. ``approximate`` is 'none' (erf),
+The fused kernels live in ``torch.ops.gelu_fusion`` (float32, bfloat16 and
+float16 on CPU), so TorchScript can call them too; the functions and modules
+here take any tensor F.gelu takes (PyTorch's composition where no kernel
+applies). ``approximate`` is 'none' (erf),
 'tanh' or 'quick' (x * sigmoid(1.702 x)).
 """
 import torch
 
 from . import _load  # noqa: F401  (registers torch.ops.gelu_fusion)
+from ._version import __version__  # project(gelu_fusion VERSION ...)
 from .functional import add_gelu, bias_gelu, geglu, gelu
-from .modules import GELU, LinearBiasGELU
-from .patch import patch
+from .modules import GELU, BiasGELU, LinearBiasGELU
+from .patch import PatchResult, patch
+from .fusion import fuse
+from .fusion_explain import explain
 
-__all__ = ["gelu", "bias_gelu", "add_gelu", "geglu", "GELU", "LinearBiasGELU",
-           "patch", "simd_target"]
+__all__ = ["gelu", "bias_gelu", "add_gelu", "geglu", "GELU", "BiasGELU",
+           "LinearBiasGELU", "patch", "PatchResult", "fuse", "explain", "simd_target"]
 
 
 def simd_target() -> str:

@@ -1,16 +1,29 @@
-"""The functional API: thin, TorchScript-compatible calls of the ops.
+"""The functional API: drop-ins for torch.nn.functional.gelu and for
+F.gelu(x + bias), F.gelu(a + b) and GeGLU.
 
-Every function takes CPU tensors of float32, bfloat16 or float16 and returns
-a new tensor of the same dtype; inputs may be non-contiguous. Gradients flow
-to every input that requires them. Wrong device, dtype or shape raise
-RuntimeError naming the op, the argument and what was expected.
+Any tensor F.gelu accepts works. The fused kernels run for CPU tensors of
+float32, bfloat16 and float16 (the fast path); everything else (float64,
+meta, other devices, other layouts) computes PyTorch's own composition with
+the same semantics ('quick' as x * sigmoid(1.702 x)), forward and backward.
+Mixed dtypes promote as ``a + b`` does (torch.result_type), ``add_gelu``
+broadcasts as ``a + b`` does. Outputs keep the layout of a dense input
+(transposed, channels_last) as F.gelu's do.
 
-In eager mode the calls go to the ops' C++ entry points directly, skipping
-the torch.ops attribute lookups and keyword parsing where they can: a call
-costs within a microsecond of torch.nn.functional.gelu's.
+Autograd: backward, double backward and forward-mode AD (fwAD dual tensors,
+functorch.jvp / jacfwd / hessian) for every op; see csrc/autograd.cpp.
+
+In eager mode the fast path calls the ops' C++ entry points directly,
+skipping the torch.ops attribute lookups and, for approximate='none', the
+keyword parsing; the checks that pick the kernel (type, dtype, device,
+layout) add a few hundred nanoseconds per call. bench/call_overhead.py
+measures a call against F.gelu's.
+Tensor-likes with __torch_function__ (torch.fx proxies among them) see
+these functions as single calls, as they see F.gelu.
 """
 import torch
+import torch.nn.functional as F
 from torch import Tensor
+from torch.overrides import handle_torch_function, has_torch_function
 
 # The ops' raw entry points (what torch.ops.gelu_fusion.<op>(...) calls).
 _gelu = torch.ops.gelu_fusion.gelu._op
@@ -18,38 +31,208 @@ _bias_gelu = torch.ops.gelu_fusion.bias_gelu._op
 _add_gelu = torch.ops.gelu_fusion.add_gelu._op
 _geglu = torch.ops.gelu_fusion.geglu._op
 
+# torch.jit.is_scripting bound once: eager calls skip two attribute lookups
+# (~80 ns, bench/call_overhead.py); TorchScript resolves the alias to the
+# same builtin.
+_is_scripting = torch.jit.is_scripting
+
+# What the kernels compute: strided CPU tensors of these dtypes.
+_KERNEL_DTYPES = frozenset((torch.float32, torch.bfloat16, torch.float16))
+_STRIDED = torch.strided
+_FORMS = ("none", "tanh", "quick")
+# 'quick' GELU's constant (Hendrycks & Gimpel, "Gaussian Error Linear
+# Units", section 2: x * sigmoid(1.702 x)); the library uses the same.
+_QUICK = 1.702
+
+
+def _on_kernel(t: Tensor) -> bool:
+    return t.dtype in _KERNEL_DTYPES and t.is_cpu and t.layout is _STRIDED
+
+
+def _check_form(op: str, approximate: str) -> None:
+    if approximate not in _FORMS:
+        raise RuntimeError(f"gelu_fusion::{op}: approximate is {approximate!r}, "
+                           "expected 'none', 'tanh' or 'quick'")
+
+
+def _composed_gelu(x: Tensor, approximate: str) -> Tensor:
+    """PyTorch's own GELU of each form (for tensors without a kernel)."""
+    if approximate == "quick":
+        if not (x.is_floating_point() or x.is_complex()):
+            # As F.gelu: no GELU of an integer tensor (sigmoid would promote).
+            raise RuntimeError(f"gelu_fusion::gelu: x has dtype {x.dtype}, "
+                               "expected a floating-point dtype")
+        return x * torch.sigmoid(_QUICK * x)
+    return F.gelu(x, approximate=approximate)
+
+
+def _shape(t: Tensor) -> str:
+    return str(list(t.shape))
+
+
+def _check_bias_shape(x: Tensor, bias: Tensor) -> None:
+    """The library's shape rule (and text) for bias_gelu, for the paths
+    that do not reach it."""
+    if x.dim() == 0:
+        raise RuntimeError(f"gelu_fusion::bias_gelu: x has shape {_shape(x)}, "
+                           "expected at least one dimension")
+    if list(bias.shape) != [x.shape[-1]]:
+        raise RuntimeError(
+            f"gelu_fusion::bias_gelu: bias has shape {_shape(bias)}, expected "
+            f"[{x.shape[-1]}] (the last dimension of x)")
+
+
+def _check_geglu_shape(x: Tensor) -> None:
+    if x.dim() == 0:
+        raise RuntimeError(f"gelu_fusion::geglu: x has shape {_shape(x)}, "
+                           "expected at least one dimension")
+    if x.shape[-1] % 2:
+        raise RuntimeError(f"gelu_fusion::geglu: x has shape {_shape(x)}, "
+                           "expected an even last dimension")
+
+
+# ---- TorchScript: the same choice, in code the script compiler accepts.
+
+def _scripted_on_kernel(t: Tensor) -> bool:
+    return (t.device.type == "cpu" and t.layout == torch.strided
+            and (t.dtype == torch.float32 or t.dtype == torch.bfloat16
+                 or t.dtype == torch.float16))
+
+
+def _scripted_composed(x: Tensor, approximate: str) -> Tensor:
+    if approximate == "quick":
+        return x * torch.sigmoid(1.702 * x)
+    return F.gelu(x, approximate=approximate)
+
+
+# ---- The functions.
 
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     """gelu(x); like torch.nn.functional.gelu, plus approximate='quick'."""
-    if torch.jit.is_scripting():
-        return torch.ops.gelu_fusion.gelu(x, approximate=approximate)
-    if approximate == "none":
-        return _gelu(x)
-    return _gelu(x, approximate=approximate)
+    if _is_scripting():
+        if _scripted_on_kernel(x):
+            return torch.ops.gelu_fusion.gelu(x, approximate=approximate)
+        return _scripted_composed(x, approximate)
+    if (type(x) is Tensor and x.dtype in _KERNEL_DTYPES and x.is_cpu
+            and x.layout is _STRIDED):
+        if approximate == "none":
+            return _gelu(x)
+        return _gelu(x, approximate=approximate)
+    return _gelu_other(x, approximate)
+
+
+def _gelu_other(x, approximate):
+    if has_torch_function((x,)):
+        return handle_torch_function(gelu, (x,), x, approximate=approximate)
+    if _on_kernel(x):  # a Tensor subclass such as Parameter
+        return _gelu(x, approximate=approximate)
+    _check_form("gelu", approximate)
+    return _composed_gelu(x, approximate)
 
 
 def bias_gelu(x: Tensor, bias: Tensor, approximate: str = "none") -> Tensor:
-    """gelu(x + bias) in one pass; bias is 1-D, the size of x's last dim."""
-    if torch.jit.is_scripting():
-        return torch.ops.gelu_fusion.bias_gelu(x, bias, approximate=approximate)
-    if approximate == "none":
-        return _bias_gelu(x, bias)
-    return _bias_gelu(x, bias, approximate=approximate)
+    """gelu(x + bias) in one pass; bias is 1-D, the size of x's last dim.
+    Mixed dtypes promote as x + bias does."""
+    if _is_scripting():
+        if (_scripted_on_kernel(x) and _scripted_on_kernel(bias)
+                and x.dtype == bias.dtype):
+            return torch.ops.gelu_fusion.bias_gelu(x, bias, approximate=approximate)
+        if bias.dim() != 1 or x.dim() == 0 or bias.size(0) != x.size(-1):
+            raise RuntimeError("gelu_fusion::bias_gelu: bias has shape "
+                               + str(bias.shape) + ", expected [x.size(-1)]")
+        return _scripted_composed(x + bias, approximate)
+    if (type(x) is Tensor and x.dtype in _KERNEL_DTYPES and bias.dtype is x.dtype
+            and x.is_cpu and x.layout is _STRIDED):
+        if approximate == "none":
+            return _bias_gelu(x, bias)
+        return _bias_gelu(x, bias, approximate=approximate)
+    return _bias_gelu_other(x, bias, approximate)
+
+
+def _bias_gelu_other(x, bias, approximate):
+    if has_torch_function((x, bias)):
+        return handle_torch_function(bias_gelu, (x, bias), x, bias,
+                                     approximate=approximate)
+    _check_form("bias_gelu", approximate)
+    if _on_kernel(x) and _on_kernel(bias):
+        dtype = torch.result_type(x, bias)
+        if dtype in _KERNEL_DTYPES:
+            return _bias_gelu(x.to(dtype), bias.to(dtype), approximate=approximate)
+    _check_bias_shape(x, bias)
+    return _composed_gelu(x + bias, approximate)
+
+
+def _bias_shaped(t: Tensor, shape) -> bool:
+    """t is a bias for `shape`: a row of shape[-1] (leading ones allowed)."""
+    return (len(shape) > 0 and t.dim() >= 1 and t.dim() <= len(shape)
+            and t.shape[-1] == shape[-1] and t.numel() == shape[-1])
 
 
 def add_gelu(a: Tensor, b: Tensor, approximate: str = "none") -> Tensor:
-    """gelu(a + b) in one pass; a and b of one shape and dtype."""
-    if torch.jit.is_scripting():
-        return torch.ops.gelu_fusion.add_gelu(a, b, approximate=approximate)
-    if approximate == "none":
-        return _add_gelu(a, b)
-    return _add_gelu(a, b, approximate=approximate)
+    """gelu(a + b) in one pass; broadcasts and promotes as a + b does."""
+    if _is_scripting():
+        if (_scripted_on_kernel(a) and _scripted_on_kernel(b)
+                and a.dtype == b.dtype and a.shape == b.shape):
+            return torch.ops.gelu_fusion.add_gelu(a, b, approximate=approximate)
+        return _scripted_composed(a + b, approximate)
+    if (type(a) is Tensor and type(b) is Tensor and a.dtype in _KERNEL_DTYPES
+            and b.dtype is a.dtype and a.is_cpu and a.layout is _STRIDED
+            and a.shape == b.shape):
+        if approximate == "none":
+            return _add_gelu(a, b)
+        return _add_gelu(a, b, approximate=approximate)
+    return _add_gelu_other(a, b, approximate)
+
+
+def _add_gelu_other(a, b, approximate):
+    if has_torch_function((a, b)):
+        return handle_torch_function(add_gelu, (a, b), a, b,
+                                     approximate=approximate)
+    _check_form("add_gelu", approximate)
+    if (isinstance(a, Tensor) and isinstance(b, Tensor) and _on_kernel(a)
+            and _on_kernel(b)):
+        dtype = torch.result_type(a, b)
+        if dtype in _KERNEL_DTYPES:
+            a, b = a.to(dtype), b.to(dtype)
+            if a.shape == b.shape:
+                return _add_gelu(a, b, approximate=approximate)
+            try:
+                shape = torch.broadcast_shapes(a.shape, b.shape)
+            except RuntimeError:
+                return a + b  # raises a + b's own error
+            # A bias-shaped operand: bias_gelu's kernel, with the bias's
+            # gradient summed over the rows in the same pass.
+            if a.shape == shape and _bias_shaped(b, shape):
+                return _bias_gelu(a, b.reshape(-1), approximate=approximate)
+            if b.shape == shape and _bias_shaped(a, shape):
+                return _bias_gelu(b, a.reshape(-1), approximate=approximate)
+            # expand's backward sums each gradient to its input's shape.
+            return _add_gelu(a.expand(shape), b.expand(shape),
+                             approximate=approximate)
+    return _composed_gelu(a + b, approximate)
 
 
 def geglu(x: Tensor, approximate: str = "none") -> Tensor:
     """GeGLU: x [..., 2H] -> gelu(x[..., :H]) * x[..., H:], shape [..., H]."""
-    if torch.jit.is_scripting():
-        return torch.ops.gelu_fusion.geglu(x, approximate=approximate)
-    if approximate == "none":
-        return _geglu(x)
-    return _geglu(x, approximate=approximate)
+    if _is_scripting():
+        if _scripted_on_kernel(x):
+            return torch.ops.gelu_fusion.geglu(x, approximate=approximate)
+        h = x.size(-1) // 2
+        return _scripted_composed(x[..., :h], approximate) * x[..., h:]
+    if (type(x) is Tensor and x.dtype in _KERNEL_DTYPES and x.is_cpu
+            and x.layout is _STRIDED):
+        if approximate == "none":
+            return _geglu(x)
+        return _geglu(x, approximate=approximate)
+    return _geglu_other(x, approximate)
+
+
+def _geglu_other(x, approximate):
+    if has_torch_function((x,)):
+        return handle_torch_function(geglu, (x,), x, approximate=approximate)
+    if _on_kernel(x):
+        return _geglu(x, approximate=approximate)
+    _check_form("geglu", approximate)
+    _check_geglu_shape(x)
+    a, g = x.chunk(2, dim=-1)
+    return _composed_gelu(a, approximate) * g

@@ -1,4 +1,7 @@
 """nn.Module wrappers of the ops."""
+import copyreg
+import types
+
 import torch
 from torch import Tensor, nn
 
@@ -37,10 +40,10 @@ class LinearBiasGELU(nn.Module):
     bias_gelu pass (the bias is added inside the GELU kernel, and its
     gradient comes from the GELU backward's pass).
 
-    Made by ``patch(model, fuse_bias=True)`` from an ``nn.Linear`` followed by
-    a GELU; it keeps the Linear's ``weight`` and ``bias`` Parameters (the same
-    objects, under the same names), so optimizers, state_dict keys and
-    checkpoints are unchanged.
+    ``from_linear`` wraps an existing ``nn.Linear``'s Parameters (the same
+    objects, under the same names). ``patch(model, fuse_bias=True)`` does not
+    use this class: it keeps the ``nn.Linear`` and fuses at the call
+    (``BiasGELU``).
     """
 
     __constants__ = ["in_features", "out_features", "approximate"]
@@ -80,11 +83,93 @@ class LinearBiasGELU(nn.Module):
 
     def forward(self, input: Tensor) -> Tensor:
         y = torch.nn.functional.linear(input, self.weight)
-        bias = self.bias
-        if bias.dtype != y.dtype:  # autocast: the matmul ran in bf16/f16
-            bias = bias.to(y.dtype)
-        return _F.bias_gelu(y, bias, self.approximate)
+        # Under autocast the matmul ran in bf16/f16: the bias follows, as
+        # in nn.Linear (a no-op otherwise; no branch, so torch.fx traces it).
+        return _F.bias_gelu(y, self.bias.to(y.dtype), self.approximate)
 
     def extra_repr(self) -> str:
         return "in_features={}, out_features={}, approximate={}".format(
             self.in_features, self.out_features, repr(self.approximate))
+
+
+def linear_without_bias(self: nn.Linear, input: Tensor) -> Tensor:
+    """The forward ``patch(model, fuse_bias=True)`` gives an ``nn.Linear``
+    (on that object only; its type stays nn.Linear): the matmul without the
+    bias, which the ``BiasGELU`` after it adds inside the GELU pass."""
+    return torch.nn.functional.linear(input, self.weight)
+
+
+def _reduce_method(m):
+    """Pickles the forward patch() binds to a Linear as (function, object);
+    the default reduction, getattr(linear, name), cannot find a function
+    bound on the object alone. Every other bound method pickles as before."""
+    if m.__func__ is linear_without_bias:
+        return _bind_linear_without_bias, (m.__self__,)
+    return m.__reduce__()
+
+
+def _bind_linear_without_bias(linear):
+    return types.MethodType(linear_without_bias, linear)
+
+
+copyreg.pickle(types.MethodType, _reduce_method)
+
+
+class BiasGELU(nn.Module):
+    """The GELU after an ``nn.Linear`` whose bias it adds, in one fused pass:
+    ``gelu(input + linear.bias)``. Made by ``patch(model, fuse_bias=True)``,
+    which gives that Linear the forward ``linear_without_bias``.
+
+    The Linear stays where it was (same object, type, Parameters, state_dict
+    keys, hooks). This module owns no Parameter (optimizers and parameter
+    grouping see the Linear's) and saves nothing in the state_dict: it holds
+    the Linear's bias as a non-persistent buffer that aliases the Parameter
+    (re-aliased after ``.to()``/``.double()``, which replace buffers).
+
+    In eager mode and under torch.fx it checks at each call that its Linear
+    still sits in the slot before it with the bias-free forward; if the
+    Linear was replaced (``quantize_dynamic``, a manual swap) the new module
+    added its own bias, and this computes a plain GELU.
+    """
+
+    __constants__ = ["approximate"]
+    __jit_ignored_attributes__ = ["_fused_with"]
+    approximate: str
+
+    def __init__(self, parent: nn.Module, linear_name: str, linear: nn.Linear,
+                 approximate: str = "none") -> None:
+        super().__init__()
+        _check_approximate(approximate)
+        self.approximate = approximate
+        # Not submodules: plain references, invisible to state_dict,
+        # named_modules and parameters().
+        self.__dict__["_fused_with"] = (parent, linear_name, linear)
+        self.register_buffer("linear_bias", linear.bias, persistent=False)
+
+    def _fused(self) -> bool:
+        parent, name, linear = self._fused_with
+        return (parent._modules.get(name) is linear
+                and linear.__dict__.get("forward") is not None
+                and getattr(linear.forward, "__func__", None) is linear_without_bias)
+
+    def _apply(self, fn):
+        super()._apply(fn)
+        bias = self._fused_with[2].bias
+        if bias is not None:
+            self._buffers["linear_bias"] = bias
+        return self
+
+    def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return _F.bias_gelu(input, self.linear_bias.to(input.dtype),
+                                self.approximate)
+        if not self._fused():
+            return _F.gelu(input, self.approximate)
+        # Under autocast the matmul ran in bf16/f16: the bias follows, as in
+        # nn.Linear (a no-op otherwise; no branch, so torch.fx traces it).
+        return _F.bias_gelu(input, self._fused_with[2].bias.to(input.dtype),
+                            self.approximate)
+
+    def extra_repr(self) -> str:
+        return "approximate={}, bias of {!r}".format(repr(self.approximate),
+                                                    self._fused_with[1])

@@ -1,0 +1,225 @@
+"""fuse(model): find every GELU in a model's code and run it through
+gelu_fusion's ops, with bias, add and GeGLU fused where the graph allows.
+
+How: each module is traced with torch.fx (fusion_trace); where a module
+cannot be traced whole, fuse descends into its children, so one
+untraceable line costs only the module that holds it. In a traced graph the
+passes run in this order: formulas spelled out (fusion_gelu_formula), GELU
+calls (fusion_gelu), GeGLU (fusion_geglu), bias (fusion_bias), add
+(fusion_add). Transformer layers are fused by their feed-forward block
+(fusion_transformer).
+
+What stays: a traced module is replaced by a FusedGraphModule built with
+the original as root; it holds the original's submodules, Parameters and
+buffers (the same objects, under the same names) and its plain attributes,
+so the module tree, state_dict keys and an optimizer built before are
+unchanged. A module with hooks is traced on its own and its replacement
+shares its hooks. Modules without a fused site are not replaced.
+"""
+import copy
+import warnings
+from typing import List, Tuple
+
+import torch
+import torch.fx
+from torch import nn
+
+from . import fusion_add, fusion_bias, fusion_geglu, fusion_gelu
+from . import fusion_gelu_formula, fusion_transformer
+from .fusion_explain import Report, Site
+from .fusion_trace import (Untraceable, _special_leaf, check_mode_independent,
+                           code_of, holds_no_gelu, trace)
+
+
+class FusedGraphModule(torch.fx.GraphModule):
+    """A traced module after fusion. Unlike a plain GraphModule, it keeps
+    every submodule of the original (called or not, with its own type)
+    through deepcopy and pickle, so the module tree and state_dict keys
+    survive them."""
+
+    def __deepcopy__(self, memo):
+        fake = nn.Module()
+        fake.__dict__ = copy.deepcopy(self.__dict__, memo)
+        return _restore(FusedGraphModule(fake, fake.__dict__["_graph"],
+                                         type(self).__name__), fake.__dict__)
+
+    def __reduce__(self):
+        fn, args = super().__reduce__()
+        return (_rebuild, (fn, args, type(self).__name__))
+
+
+def _rebuild(fn, args, name):
+    plain = fn(*args)
+    return _restore(FusedGraphModule(plain, plain.graph, name), args[0])
+
+
+_STATE = ("_modules", "_parameters", "_buffers", "_non_persistent_buffers_set",
+          "_state_dict_hooks", "_load_state_dict_pre_hooks",
+          "_load_state_dict_post_hooks")
+
+
+_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks")
+
+
+def _restore(gm: torch.fx.GraphModule, state: dict) -> torch.fx.GraphModule:
+    """Gives gm the original's submodules, Parameters, buffers, state_dict
+    hooks and plain attributes (shared, not copied)."""
+    for k in _STATE:
+        if k in state:
+            v = state[k]
+            gm.__dict__[k] = type(v)(v) if isinstance(v, (dict, set)) else v
+    # The hook dicts themselves: a handle registered on the original still
+    # removes its hook.
+    for k in _HOOKS:
+        if k in state:
+            gm.__dict__[k] = state[k]
+    gm.training = state.get("training", gm.training)
+    for k, v in state.items():
+        if not k.startswith("_") and k not in gm.__dict__ and not hasattr(type(gm), k):
+            gm.__dict__[k] = v
+    return gm
+
+
+def _changed(s: Site) -> bool:
+    """Whether fusing the site changed the graph (a gelu_fusion call that
+    stays itself did not)."""
+    return s.fused and not (s.pattern.startswith("gelu_fusion")
+                            and (s.result == "gelu" or s.reason == "fused already"))
+
+
+def _join(*parts: str) -> str:
+    return ".".join(p for p in parts if p)
+
+
+def _user_code(m: nn.Module) -> bool:
+    return not type(m).__module__.startswith("torch.")
+
+
+class _GraphOf:
+    """What a pass works on: the graph, and the traced module's attributes
+    and submodules (get_submodule, parameters) for its checks."""
+
+    def __init__(self, m: nn.Module, graph: torch.fx.Graph):
+        self.graph, self._m = graph, m
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
+
+class _Run:
+    def __init__(self, opts: dict, apply: bool):
+        self.opts, self.apply, self.report = opts, apply, Report()
+
+    def module(self, m: nn.Module, path: str) -> nn.Module:
+        """m fused: a replacement, or m itself changed in place."""
+        if fusion_transformer.handles(m):
+            site = fusion_transformer.fuse(m, path, self.apply)
+            if site is not None:
+                self.report.sites.append(site)
+            return m
+        if holds_no_gelu(m):
+            return m
+        try:
+            graph = trace(m)
+        except Untraceable as e:
+            return self.untraced(m, path, e)
+        return self.graph(m, graph, path)
+
+    def untraced(self, m: nn.Module, path: str, why: Untraceable) -> nn.Module:
+        if _user_code(m) and type(m).forward is not nn.Module.forward:
+            self.report.untraced.append((path, str(why)))
+        self.children(m, path)
+        return m
+
+    def children(self, m: nn.Module, path: str, names=None) -> None:
+        for name in list(m._modules) if names is None else names:
+            child = m._modules[name]
+            if child is None:
+                continue
+            new = self.module(child, _join(path, name))
+            if new is not child and self.apply:
+                m._modules[name] = new
+
+    def graph(self, m: nn.Module, graph: torch.fx.Graph, path: str) -> nn.Module:
+        unfused = code_of(graph)
+        sites = self.passes(_GraphOf(m, graph), path)
+        changed = any(_changed(s) for s in sites)
+        if changed:  # only then is a second trace worth its time
+            try:
+                check_mode_independent(m, unfused)
+            except Untraceable as e:
+                return self.untraced(m, path, e)
+        self.report.sites.extend(sites)
+        # Modules the graph calls as they are, but that may hold GELUs.
+        done = set()
+        for node in graph.nodes:
+            if node.op != "call_module" or node.target in done:
+                continue
+            done.add(node.target)
+            sub = m.get_submodule(node.target)
+            if _special_leaf(sub) or sub._modules:
+                parent, _, name = node.target.rpartition(".")
+                self.children(m.get_submodule(parent), _join(path, parent), [name])
+        if not changed:
+            return m
+        graph.lint()
+        fused = FusedGraphModule(m, graph, type(m).__name__)
+        return _restore(fused, m.__dict__)
+
+    def passes(self, gm: _GraphOf, path: str) -> List[Site]:
+        o = self.opts
+        sites = []
+        if o["approximate_match"]:
+            sites += fusion_gelu_formula.find(gm, path)
+        sites += fusion_gelu.find(gm, path)
+        if o["geglu"]:
+            fusion_geglu.fuse(gm)
+        if o["bias"]:
+            fusion_bias.fuse(gm)
+        if o["add"]:
+            fusion_add.fuse(gm)
+        return sites
+
+
+def run_fuse(model: nn.Module, *, approximate_match: bool = True,
+             bias: bool = True, add: bool = True, geglu: bool = True,
+             apply: bool = True) -> Tuple[nn.Module, Report]:
+    """fuse's work: (the fused model, what was found). With apply=False
+    nothing is changed and the model is returned as it is."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"gelu_fusion.fuse: model is {type(model).__name__}, "
+                        "expected a torch.nn.Module")
+    run = _Run(dict(approximate_match=approximate_match, bias=bias, add=add,
+                    geglu=geglu), apply)
+    out = run.module(model, "")
+    if not run.report.sites:
+        warnings.warn("gelu_fusion.fuse: found no GELU in the model "
+                      f"{type(model).__name__}; nothing was fused"
+                      + (" (see gelu_fusion.explain(model) for the modules "
+                         "it could not trace)" if run.report.untraced else ""),
+                      stacklevel=3)
+    return (out if apply else model), run.report
+
+
+def fuse(model: nn.Module, *, approximate_match: bool = True, bias: bool = True,
+         add: bool = True, geglu: bool = True, verbose: bool = False) -> nn.Module:
+    """Returns `model` with its GELUs running through gelu_fusion's ops.
+
+    Finds nn.GELU, F.gelu / torch.gelu (any `approximate`), activation
+    classes that call them, and (with approximate_match) the erf, tanh and
+    quick formulas spelled out; fuses a biased Linear / F.linear / addmm
+    before a GELU into bias_gelu (bias), `gelu(a + b)` into add_gelu (add),
+    and GeGLU into geglu (geglu). Transformer layers with a GELU activation
+    get their feed-forward block fused.
+
+    Submodules are replaced inside `model`; when `model` itself is traced
+    whole, the returned module replaces it, so always use the return value.
+    Parameters (the same objects), names, state_dict keys and the module
+    tree are unchanged. verbose=True prints the table of sites (as
+    gelu_fusion.explain does); a model with no GELU found warns.
+    """
+    out, report = run_fuse(model, approximate_match=approximate_match,
+                           bias=bias, add=add, geglu=geglu, apply=True)
+    if verbose:
+        print(report.table())
+    return out

@@ -1,0 +1,234 @@
+// `gelu-fusion report`: is it right, is it faster than what I use now, and
+// how close is it to the machine's limit. Accuracy against the double
+// reference, throughput against a memory copy, oneDNN and PyTorch, per-call
+// overhead and a chart; tables on stdout, progress on stderr, report.md,
+// report.json and report.png in the output folder (default: report/ beside
+// the binary, i.e. build/report).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "command.hpp"
+#include "report_cliffs.hpp"
+#include "report_machine.hpp"
+#include "report_onednn.hpp"
+#include "report_sections.hpp"
+#include "report_timing.hpp"
+
+namespace gelu::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kUsage =
+    "usage: gelu-fusion report [--quick] [--ops a,b] [--dtypes f32,bf16,f16]\n"
+    "         [--sizes 4K,256K,4M,32M] [--threads 1,all] [--forms none,tanh,quick]\n"
+    "         [--points N] [--no-peers] [--json PATH] [--out DIR]\n"
+    "  --quick     smaller sweep, sizes 4K, 256K, 1M, fewer rounds (<= 30 s)\n"
+    "  --forms     forms timed in the throughput section (default none = erf;\n"
+    "              accuracy always covers all three)\n"
+    "  --points    f32 accuracy points per region (default 65536)\n"
+    "  --no-peers  ours and the copy only (no oneDNN, no PyTorch)\n";
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+int64_t parse_size(std::string s) {
+  int64_t mul = 1;
+  if (!s.empty() && (s.back() == 'K' || s.back() == 'k')) mul = 1 << 10, s.pop_back();
+  else if (!s.empty() && (s.back() == 'M' || s.back() == 'm')) mul = 1 << 20, s.pop_back();
+  const int64_t v = std::stoll(s) * mul;
+  if (v <= 0) throw Error("--sizes: " + s + " is not a positive size");
+  return v;
+}
+
+fs::path binary_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : exe.parent_path();
+}
+
+std::vector<std::string> timing_rules(const Settings& s) {
+  const TimingPolicy small = policy_for(4096, s.quick), mid = policy_for(1 << 22, s.quick),
+                     big = policy_for(1 << 25, s.quick);
+  auto span = [](const TimingPolicy& p) {
+    return std::to_string(p.min_rounds) + "-" + std::to_string(p.max_rounds);
+  };
+  return {
+      "Inputs: x ~ N(0, 1) (pre-activations look like this; the GELU math's "
+      "tail path is then rare), bias/b ~ U[-0.5, 0.5], dy ~ U[-1, 1]; the same "
+      "distributions for every contender.",
+      "Warm-up: every contender runs once before it is timed; a sample repeats "
+      "the call until it lasts >= 100 us and counts the mean per call.",
+      "Outputs are preallocated for every contender (PyTorch: out= variants and "
+      "preallocated temporaries); no timed call allocates.",
+      "Contenders are interleaved round by round (ours, oneDNN, copy, ours, ...), "
+      "so drift hits all alike. The copy is a memcpy of the op's compulsory "
+      "traffic (half read, half written) with the same threads, each thread "
+      "taking at least 256 KiB (smaller copies stay on one thread).",
+      "Each figure is the median of its rounds, with the min-max spread: " +
+          span(small) + " rounds up to 256K elements, " + span(mid) + " at 4M, " +
+          span(big) + " beyond (rounds stop at a time budget once the minimum is met); "
+          "a case where one call of any contender takes over 0.5 s is timed in one round "
+          "(see the JSON's rounds).",
+      "Threads: every row states its thread count and every contender uses that "
+      "count (ours: Options::num_threads; oneDNN: omp_set_num_threads; PyTorch: "
+      "torch.set_num_threads; the copy: as many OpenMP threads). Threads are "
+      "bound to cores only if OMP_PROC_BIND says so (see Machine).",
+      "PyTorch is measured by tools/report/report_torch.py, run by the system python "
+      "after our sections: it interleaves its call, ours (the same op through "
+      "the PyTorch adapter's out= overload, torch.ops.gelu_fusion.<op>.out, on "
+      "the same inputs) and a copy of the same traffic (dst.copy_(src)), round "
+      "by round. vs PyTorch divides those two medians: side by side, and both "
+      "through python's per-call dispatch (see the overhead table). Without "
+      "the adapter (not built) it divides PyTorch's python median by ours from "
+      "this process, taken a minute or so apart.",
+      "Per-call overhead is measured separately on a 1-element call.",
+      "Inputs: x uniform in [-4, 4), bias/addend in [-0.5, 0.5), dy in [-1, 1); "
+      "shapes [n/4096, 4096] (one row when 4096 does not divide n).",
+  };
+}
+
+int run_report(const std::vector<std::string>& args) {
+  Settings s;
+  for (const core::OpDecl& op : core::all_ops()) s.ops.push_back(op.id);
+  s.dtypes = {DType::f32, DType::bf16, DType::f16};
+  s.accuracy_forms = {Approx::none, Approx::tanh, Approx::quick};
+  s.throughput_forms = {Approx::none};
+  std::string ops, dtypes, sizes, threads, forms, json_path, points;
+  fs::path out_dir = binary_dir() / "report";
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw Error(a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--quick") s.quick = true;
+    else if (a == "--no-peers") s.peers = false;
+    else if (a == "--ops") ops = value();
+    else if (a == "--dtypes") dtypes = value();
+    else if (a == "--sizes") sizes = value();
+    else if (a == "--threads") threads = value();
+    else if (a == "--forms") forms = value();
+    else if (a == "--points") points = value();
+    else if (a == "--json") json_path = value();
+    else if (a == "--out") out_dir = value();
+    else if (a == "--help" || a == "-h") return std::fputs(kUsage, stdout), 0;
+    else throw Error("unknown option '" + a + "'\n" + kUsage);
+  }
+  if (!ops.empty()) {
+    s.ops.clear();
+    for (const auto& o : split(ops)) {
+      const core::OpDecl* op = core::find_op(o);
+      if (!op) throw Error("--ops: unknown op '" + o + "'");
+      s.ops.push_back(op->id);
+    }
+  }
+  if (!dtypes.empty()) {
+    s.dtypes.clear();
+    for (const auto& d : split(dtypes)) s.dtypes.push_back(parse_dtype(d));
+  }
+  if (!forms.empty()) {
+    s.throughput_forms.clear();
+    for (const auto& f : split(forms)) s.throughput_forms.push_back(parse_approx(f));
+  }
+  s.sizes = s.quick ? std::vector<int64_t>{4096, 1 << 18, 1 << 20}
+                    : std::vector<int64_t>{4096, 1 << 18, 1 << 22, 1 << 25};
+  if (!sizes.empty()) {
+    s.sizes.clear();
+    for (const auto& z : split(sizes)) s.sizes.push_back(parse_size(z));
+  }
+  const int all = default_num_threads();
+  s.threads = {1, all};
+  if (!threads.empty()) {
+    s.threads.clear();
+    for (const auto& t : split(threads)) s.threads.push_back(t == "all" ? all : std::stoi(t));
+  }
+  std::sort(s.threads.begin(), s.threads.end());
+  s.threads.erase(std::unique(s.threads.begin(), s.threads.end()), s.threads.end());
+  s.f32_points = points.empty() ? (s.quick ? 1 << 12 : 1 << 16) : std::stoll(points);
+
+  const double start = now_ns();
+  Report r;
+  r.command = "gelu-fusion report";
+  for (const auto& a : args) r.command += " " + a;
+  r.machine = machine_facts();
+  r.machine.push_back({"oneDNN", s.peers ? onednn::version() : "skipped (--no-peers)"});
+  r.rules = timing_rules(s);
+  fs::create_directories(out_dir);
+  TorchPeer torch((out_dir / "torch-jobs").string());
+
+  const auto pending = run_accuracy(s, &torch, r);
+  run_throughput(s, &torch, r);
+  run_cliffs(s, r);
+  run_overhead(s, &torch, r);
+  if (s.peers) {
+    std::fprintf(stderr,
+                 "report: [4/4] PyTorch: %d throughput cases in python "
+                 "(estimate %.0f s)\n",
+                 torch.throughput_jobs(), 5 + 0.4 * torch.throughput_jobs());
+    torch.run();
+    r.machine.push_back({"PyTorch", torch.note().empty() ? torch.version() + " (python subprocess)"
+                                                         : torch.note()});
+  } else {
+    r.machine.push_back({"PyTorch", "skipped (--no-peers)"});
+  }
+  fill_torch(s, torch, pending, r);
+  fs::remove_all(out_dir / "torch-jobs");
+
+  // JSON first: the chart is drawn from it.
+  const fs::path json_file = json_path.empty() ? out_dir / "report.json" : fs::path(json_path);
+  r.seconds = (now_ns() - start) * 1e-9;
+  auto write = [](const fs::path& p, const std::string& text) {
+    std::ofstream f(p);
+    f << text;
+    if (!f) throw Error("cannot write " + p.string());
+  };
+  write(json_file, json(r));
+  const fs::path png = out_dir / "report.png";
+  fs::remove(png);
+  const std::string chart_cmd = "/usr/bin/python3 '" + report_script("report_chart.py") +
+                                "' '" + json_file.string() + "' '" +
+                                png.string() + "'";
+  std::fflush(stdout);
+  if (std::system(chart_cmd.c_str()) == 0 && fs::exists(png)) {
+    r.chart = "report.png";
+    r.chart_note = "GB/s of compulsory traffic against size, f32, one panel per op "
+                   "(rows: op families; columns: forward, backward); solid lines 1 "
+                   "thread, dashed all threads; the grey line is the copy (the roofline).";
+  } else {
+    r.chart_note = "No chart: the chart script failed or matplotlib is missing.";
+  }
+  r.seconds = (now_ns() - start) * 1e-9;
+  write(json_file, json(r));
+  write(out_dir / "report.md", markdown(r));
+
+  std::printf("%s\n%s\n%s\n%s\n%s\n", machine_section(r).c_str(),
+              accuracy_section(r).c_str(), throughput_section(r).c_str(),
+              cliffs_section(r).c_str(), overhead_section(r).c_str());
+  std::printf("Wrote %s, %s%s (%.0f s)\n", (out_dir / "report.md").c_str(),
+              json_file.c_str(), r.chart.empty() ? "" : (", " + png.string()).c_str(),
+              r.seconds);
+  return 0;
+}
+
+}  // namespace
+}  // namespace gelu::report
+
+namespace {
+int report_command(const std::vector<std::string>& args) {
+  return gelu::report::run_report(args);
+}
+}  // namespace
+
+GELU_COMMAND("report", "accuracy, throughput vs copy/oneDNN/PyTorch, chart (build/report)",
+             report_command);

@@ -1,0 +1,74 @@
+#include "report_case.hpp"
+
+namespace gelu::report {
+
+using core::Role;
+
+Buffer& tensor_buffer(Case& c, int i) {
+  switch (op_decl(c.op).tensors[i].role) {
+    case Role::x: return c.x;
+    case Role::addend: return c.b;
+    case Role::dy: return c.dy;
+    case Role::y:
+    case Role::dx: return c.out;
+    case Role::dbias: return c.dbias;
+  }
+  return c.out;
+}
+
+namespace {
+
+// The case's tensor shapes and dtypes, without buffers.
+void lay_out(Case& c) {
+  const core::OpDecl& op = op_decl(c.op);
+  // The primary tensor: [rows, cols], or [rows, 2 cols] for a gated op.
+  const std::vector<int64_t> primary{
+      c.shape.rows, op.kind == core::OpKind::gated ? 2 * c.shape.cols : c.shape.cols};
+  for (int i = 0; i < op.num_tensors; ++i) {
+    c.shapes.push_back(core::tensor_shape(op, i, primary));
+    // dbias in f32: the dtype a mixed-precision training step keeps it in.
+    c.dtypes.push_back(op.tensors[i].role == Role::dbias ? DType::f32 : c.dtype);
+  }
+}
+
+}  // namespace
+
+Case make_case(OpId id, DType t, Shape s, bool fill) {
+  const core::OpDecl& op = op_decl(id);
+  Case c{id, t, s, {}, {}, {}, {}, {}, 0, 0, 0, 0, {}, {}};
+  lay_out(c);
+  for (int i = 0; i < op.num_tensors; ++i) {
+    const Role r = op.tensors[i].role;
+    const int64_t n = numel(c.shapes[i]);
+    tensor_buffer(c, i) = Buffer(n * static_cast<int64_t>(dtype_size(c.dtypes[i])));
+    if (r == Role::x) c.x_elems = n;
+    if (r == Role::addend) c.b_elems = n;
+    if (r == Role::dy) c.dy_elems = n;
+    if (r == Role::y || r == Role::dx) c.out_elems = n;
+  }
+  if (fill) {
+    fill_normal(t, c.x.data(), c.x_elems, 1.f, 1);  // N(0, 1), as activations are
+    if (c.b_elems) fill_uniform(t, c.b.data(), c.b_elems, -.5f, .5f, 2);
+    if (c.dy_elems) fill_uniform(t, c.dy.data(), c.dy_elems, -1.f, 1.f, 3);
+  }
+  return c;
+}
+
+int64_t traffic_bytes(OpId id, DType t, Shape s) {
+  Case c{id, t, s, {}, {}, {}, {}, {}, 0, 0, 0, 0, {}, {}};
+  lay_out(c);
+  int64_t bytes = 0;
+  for (size_t i = 0; i < c.shapes.size(); ++i)
+    bytes += numel(c.shapes[i]) * static_cast<int64_t>(dtype_size(c.dtypes[i]));
+  return bytes;
+}
+
+void run_ours(Case& c, Approx form, int threads) {
+  const core::OpDecl& op = op_decl(c.op);
+  std::vector<TensorRef> t;
+  for (int i = 0; i < op.num_tensors; ++i)
+    t.push_back({tensor_buffer(c, i).data(), c.dtypes[i], c.shapes[i]});
+  op.call(t, Options{form, threads});
+}
+
+}  // namespace gelu::report

@@ -1,0 +1,44 @@
+// The measuring sections of the report, in the order they run: accuracy,
+// throughput and per-call overhead (ours and oneDNN in this process; PyTorch
+// jobs queued on the TorchPeer), then the PyTorch figures filled in after the
+// script has run.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "report_output.hpp"
+#include "report_torch.hpp"
+
+namespace gelu::report {
+
+struct Settings {
+  std::vector<OpId> ops;
+  std::vector<DType> dtypes;
+  std::vector<Approx> accuracy_forms;    // all three by default
+  std::vector<Approx> throughput_forms;  // none (erf) by default
+  std::vector<int64_t> sizes;
+  std::vector<int> threads;
+  bool peers = true;
+  bool quick = false;
+  int64_t f32_points = 1 << 16;  // per region
+};
+
+// Rounds and time budget for a size (fewer rounds where a call is long).
+TimingPolicy policy_for(int64_t n, bool quick);
+
+struct PendingTorchAccuracy {
+  size_t row;
+  int id;
+};
+
+// Each section appends to the report and prints one progress line (with an
+// estimate) on stderr.
+std::vector<PendingTorchAccuracy> run_accuracy(const Settings&, TorchPeer*, Report&);
+void run_throughput(const Settings&, TorchPeer*, Report&);
+void run_overhead(const Settings&, TorchPeer*, Report&);
+// Once the script has run: PyTorch's rows and columns.
+void fill_torch(const Settings&, const TorchPeer&,
+                const std::vector<PendingTorchAccuracy>&, Report&);
+
+}  // namespace gelu::report
