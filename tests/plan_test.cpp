@@ -53,10 +53,11 @@ void expect_exact_tiling(const Plan& p, int64_t rows, int64_t cols) {
     ASSERT_LE(k.col0 + k.cols, cols);
     ASSERT_EQ(k.row0, k.row_task * p.row_block);
     covered += k.rows * k.cols;
-    if (small)
+    if (small) {
       for (int64_t r = k.row0; r < k.row0 + k.rows; ++r)
         for (int64_t c = k.col0; c < k.col0 + k.cols; ++c)
           ASSERT_EQ(seen[r * cols + c]++, 0) << "element " << r << "," << c << " twice";
+    }
   }
   EXPECT_EQ(covered, rows * cols);
 }
