@@ -1,10 +1,15 @@
 # gelu-fusion: `make run` (the report) and `make test` (every test).
 # Each target installs what is missing (scripts/install-deps.sh), then builds.
+# `make check`: the quick tier for the edit loop (no long sweeps, no
+# sanitizers). `make format` / `make format-check`: clang-format.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# In CI (CI=true in the environment) compiler warnings are errors.
+GELU_WERROR ?= $(if $(filter true,$(CI)),ON,OFF)
+export GELU_WERROR
 
-.PHONY: all deps configure build run test test-unit bench clean
+.PHONY: all deps configure build run test test-unit check bench clean format format-check
 
 all: build
 
@@ -12,7 +17,8 @@ deps:
 	@bash scripts/install-deps.sh
 
 configure: deps
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DGELU_WERROR=$(GELU_WERROR) $(CMAKE_FLAGS) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -25,6 +31,10 @@ test: test-unit test-packaging test-asan test-tsan test-fuzz
 test-unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
+# Unit tests and pytest without the tests labelled slow (tests/CMakeLists.txt).
+check: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE slow
+
 # Installing and using the library as README.md shows: cmake --install, a
 # consumer project via find_package, pkg-config and add_subdirectory, and
 # pip install with pytest against the installed package.
@@ -32,9 +42,10 @@ test-unit: build
 test-packaging: build
 	BUILD=$(BUILD) JOBS=$(JOBS) bash scripts/test-packaging.sh
 
-# Reliability, each in its own build directory (scripts/sanitize.sh):
-# unit tests under ASan+UBSan, threaded tests under TSan, and the API fuzzer
-# for a bounded minute in `make test` or FUZZ_SECONDS in `make fuzz`.
+# Sanitizers, each in its own build directory that later runs reuse
+# (scripts/sanitize.sh, cmake/sanitizers.cmake): unit tests under ASan+UBSan,
+# threaded tests under TSan, and the API fuzzer for a bounded minute in
+# `make test` or FUZZ_SECONDS in `make fuzz`.
 .PHONY: test-asan test-tsan test-fuzz fuzz
 FUZZ_SECONDS ?= 600
 test-asan: deps
@@ -48,6 +59,11 @@ fuzz: deps
 
 bench: build
 	$(BUILD)/bench/gelu_bench $(ARGS)
+
+format: deps
+	@bash scripts/format.sh
+format-check: deps
+	@bash scripts/format.sh --check
 
 clean:
 	rm -rf $(BUILD)

@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libbenchmark-dev         # tests, microbenchmarks
   libmpfr-dev                           # reference checks against MPFR
   clang libclang-rt-14-dev              # libFuzzer and sanitizer runtimes
+  clang-format                          # make format, make format-check (CI)
   libomp-dev                            # LLVM OpenMP + Archer, for TSan
   libdnnl-dev                           # oneDNN, a peer in the report
   python3-torch libtorch-dev            # PyTorch adapter and peer

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sanitizer and fuzzer runs. Each mode builds in its own directory
-# so that it never disturbs the plain build.
+# Sanitizer and fuzzer runs. Each mode has its own build directory, made by
+# CMake (cmake/sanitizers.cmake), so it never disturbs the plain build and a
+# second run rebuilds only what changed.
 #
 #   scripts/sanitize.sh asan        unit tests under AddressSanitizer + UBSan
 #                                   (g++, libgomp; build-asan)
@@ -12,57 +13,41 @@
 #                                   libFuzzer + ASan + UBSan; build-fuzz);
 #                                   fails on any finding
 #
-# Environment: JOBS (build parallelism, default 2); ASAN_EXCLUDE (a ctest -E
-# regex of tests too slow under ASan and run by the plain build anyway: the
-# 2^24-pattern sweeps of the f32 math and of every op (~4 min plain, ~3x that
-# under ASan) and the MPFR check of the double reference, which touches no
-# library memory); TSAN_FILTER (a gtest filter for the TSan tests).
+# Environment: JOBS (build parallelism, default 2); GELU_WERROR (ON: warnings
+# are errors, as the Makefile sets in CI); TSAN_FILTER (a gtest filter for
+# the TSan tests). The ASan run leaves out the tests labelled slow
+# (tests/CMakeLists.txt: the 2^24-pattern sweeps, ~3x slower under ASan and
+# run by the plain build anyway, and the MPFR check of the double reference,
+# which touches no library memory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 JOBS=${JOBS:-2}
-ASAN_EXCLUDE=${ASAN_EXCLUDE:-AccuracySweep|GeluMathTest|RefVsMpfr|Sweep|Exhaustive}
 mode=${1:?usage: scripts/sanitize.sh asan|tsan|fuzz [seconds]}
 
-# Sanitized builds compile the Highway kernels for one SIMD target only: the
-# best this machine has (-march=native; HWY_COMPILE_ONLY_STATIC trumps the
-# kernels' HWY_COMPILE_ALL_ATTAINABLE), i.e. the code dynamic dispatch runs
-# here. Every target under sanitizers costs ~4x the build time; the plain
-# build still tests every target. -O1 -g: the usual sanitizer setting, and
-# far cheaper to compile than -O2 for template-heavy SIMD code.
-NATIVE='-march=native -DHWY_COMPILE_ONLY_STATIC=1'
-configure() {  # dir, extra cmake args...
-  local dir=$1
-  shift
-  cmake -S . -B "$dir" -G Ninja -DGELU_WITH_TORCH=OFF -DGELU_WITH_TOOLS=OFF \
+# -O1 -g: the usual sanitizer setting, and far cheaper to compile than -O2
+# for template-heavy SIMD code. The compiler (CXX) is read on the first
+# configure only; later runs reuse the directory as it is.
+configure() {  # dir, compiler, extra cmake args...
+  local dir=$1 cxx=$2
+  shift 2
+  CXX=$cxx cmake -S . -B "$dir" -G Ninja -DGELU_WITH_TORCH=OFF -DGELU_WITH_TOOLS=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo '-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g' \
-    "$@" >/dev/null
+    "-DGELU_WERROR=${GELU_WERROR:-OFF}" "$@" >/dev/null
 }
 
 case "$mode" in
   asan)
-    flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer $NATIVE"
-    configure build-asan -DCMAKE_CXX_COMPILER=g++ "-DCMAKE_CXX_FLAGS=$flags" \
-      "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined"
-    cmake --build build-asan -j "$JOBS"
+    configure build-asan g++ -DGELU_SANITIZE=address -DGELU_FUZZ=OFF
+    cmake --build build-asan -j "$JOBS" --target gelu_tests
     # detect_leaks: libgomp's thread pool lives until exit by design.
     ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      ctest --test-dir build-asan --output-on-failure -j "$JOBS" \
-      -E "$ASAN_EXCLUDE"
+      ctest --test-dir build-asan --output-on-failure -j "$JOBS" -LE slow
     ;;
   tsan)
-    # Only the library and the threaded tests are built under TSan (the rest
-    # of the suite runs in the plain and ASan builds): the concurrent-callers
-    # test and the thread-count determinism tests.
-    flags="-fsanitize=thread -fno-omit-frame-pointer $NATIVE"
-    configure build-tsan -DCMAKE_CXX_COMPILER=clang++ "-DCMAKE_CXX_FLAGS=$flags" \
-      "-DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread"
-    cmake --build build-tsan -j "$JOBS" --target gelu_fusion
-    clang++ -std=c++20 -O1 -g $flags -fopenmp -Iinclude -Isrc -I. -Itests \
-      $(ls tests/reliability_*_test.cpp tests/ops_inplace_threads_test.cpp 2>/dev/null) \
-      src/ref/gelu_ref.cpp build-tsan/libgelu_fusion.a -lhwy -lgtest -lgtest_main -lpthread \
-      -o build-tsan/tsan_tests
+    configure build-tsan clang++ -DGELU_SANITIZE=thread -DGELU_FUZZ=OFF
+    cmake --build build-tsan -j "$JOBS" --target gelu_tsan_tests
     # libomp itself is not instrumented; Archer (libarcher.so, LLVM's OMPT
     # tool for TSan) reports OpenMP's fork, barriers and join to TSan, and
     # scripts/tsan.supp ignores libomp's own internal locking (one line,
@@ -71,18 +56,12 @@ case "$mode" in
     [ -n "$archer" ] || { echo "sanitize.sh: libarcher.so not found (libomp-dev)" >&2; exit 1; }
     OMP_TOOL_LIBRARIES=$archer ARCHER_OPTIONS=verbose=1 \
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp \
-      build-tsan/tsan_tests --gtest_filter="${TSAN_FILTER:-*}"
+      build-tsan/tests/gelu_tsan_tests --gtest_filter="${TSAN_FILTER:-*}"
     ;;
   fuzz)
     secs=${2:-60}
-    flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer $NATIVE"
-    configure build-fuzz -DCMAKE_CXX_COMPILER=clang++ \
-      "-DCMAKE_CXX_FLAGS=$flags -fsanitize=fuzzer-no-link"
-    cmake --build build-fuzz -j "$JOBS" --target gelu_fusion
-    clang++ -std=c++20 -O1 -g $flags -fsanitize=fuzzer -fopenmp \
-      -Iinclude -Isrc -I. fuzz/fuzz_api.cpp src/ref/gelu_ref.cpp build-fuzz/libgelu_fusion.a \
-      $(pkg-config --libs libhwy 2>/dev/null || echo -lhwy) \
-      -o build-fuzz/fuzz_api
+    configure build-fuzz clang++ -DGELU_SANITIZE=address -DGELU_FUZZ=ON
+    cmake --build build-fuzz -j "$JOBS" --target fuzz_api
     mkdir -p build-fuzz/corpus
     # New inputs go to build-fuzz/corpus; fuzz/corpus is the committed seed.
     ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \

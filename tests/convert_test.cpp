@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/convert.hpp"
+#include "ref/convert.hpp"
 
 namespace gelu {
 namespace {

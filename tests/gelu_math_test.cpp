@@ -38,7 +38,7 @@
 
 #include "hwy/highway.h"
 #include "hwy/tests/hwy_gtest.h"
-#include "core/convert.hpp"
+#include "ref/convert.hpp"
 #include "cpu/gelu_math-inl.h"
 
 #ifndef GELU_TESTS_GELU_MATH_TEST_ONCE_

@@ -1,5 +1,5 @@
 // The kernels' vector storage conversions, bit for bit against the scalar
-// ones of src/core/convert.hpp, on every target: all 65536 bf16 and f16
+// ones of src/ref/convert.hpp, on every target: all 65536 bf16 and f16
 // patterns in, and f32 values around every rounding boundary out.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "core/convert.hpp"
+#include "ref/convert.hpp"
 #include "kernels_test_support.hpp"
 
 namespace gelu::testing {

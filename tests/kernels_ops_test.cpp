@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "core/convert.hpp"
+#include "ref/convert.hpp"
 #include "kernels_test_support.hpp"
 #include "test_support.hpp"
 

@@ -193,7 +193,9 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) {
       std::string s = std::string(approx_name(std::get<0>(info.param))) + "_" +
                       dtype_name(std::get<1>(info.param)) + "_r";
-      for (int64_t d : std::get<2>(info.param)) s += "_" + std::to_string(d);
+      // append, not "_" + std::to_string(d): GCC 12 warns (-Wrestrict, a
+      // false positive) on a literal + std::string&& it inlines.
+      for (int64_t d : std::get<2>(info.param)) s.append("_").append(std::to_string(d));
       return s;
     });
 

@@ -164,7 +164,11 @@ INSTANTIATE_TEST_SUITE_P(All, InPlaceAndThreads,
                                             ::testing::ValuesIn(kShapes)),
                          [](const auto& i) {
                            std::string s = dtype_name(std::get<0>(i.param));
-                           for (int64_t d : std::get<1>(i.param)) s += "_" + std::to_string(d);
+                           // append, not "_" + std::to_string(d): GCC 12 warns
+                           // (-Wrestrict, a false positive) on a literal +
+                           // std::string&& it inlines.
+                           for (int64_t d : std::get<1>(i.param))
+                             s.append("_").append(std::to_string(d));
                            return s;
                          });
 

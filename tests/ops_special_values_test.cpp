@@ -20,7 +20,10 @@ const float kSpecials[] = {0.0f,     -0.0f,     INFINITY, -INFINITY, NAN,
 class SpecialValues : public ::testing::TestWithParam<std::tuple<Approx, DType>> {};
 
 TEST_P(SpecialValues, ForwardAndBackwardMatchTheReference) {
-  const auto [form, t] = GetParam();
+  // Not a structured binding: clang before 16 cannot capture one in the
+  // lambdas below.
+  const Approx form = std::get<0>(GetParam());
+  const DType t = std::get<1>(GetParam());
   const int64_t n = std::size(kSpecials);
   Buffer x(t, {n}), y(t, {n}), dy(t, {n}), dx(t, {n});
   for (int64_t i = 0; i < n; ++i) {

@@ -14,7 +14,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/convert.hpp"
+#include "ref/convert.hpp"
 #include "gelu/gelu.hpp"
 #include "ref/contract.hpp"
 #include "ref/elements.hpp"

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "command.hpp"
-#include "core/convert.hpp"
 #include "core/op_table.hpp"
 #include "gelu/gelu.hpp"
+#include "ref/convert.hpp"
 #include "ref/gelu_ref.hpp"
 #include "ref/ulp.hpp"
 

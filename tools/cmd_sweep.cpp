@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "command.hpp"
-#include "core/convert.hpp"
+#include "ref/convert.hpp"
 #include "cpu/kernels.hpp"
 #include "gelu/gelu.hpp"
 #include "ref/gelu_ref.hpp"

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "core/convert.hpp"
 #include "gelu/gelu.hpp"
+#include "ref/convert.hpp"
 
 namespace {
 

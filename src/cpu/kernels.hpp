@@ -75,7 +75,7 @@ void geglu_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
                void* y = nullptr);
 
 // Storage conversions on the kernels' own vector path (bf16/f16 rounded to
-// nearest-even, bit for bit as src/core/convert.hpp).
+// nearest-even, bit for bit as src/ref/convert.hpp).
 void to_f32(DType, int64_t n, const void* in, float* out);
 void from_f32(DType, int64_t n, const float* in, void* out);
 // out[j] = (((in[j] + in[n + j]) + in[2n + j]) + ...) over `blocks` rows of

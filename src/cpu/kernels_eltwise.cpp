@@ -65,7 +65,7 @@ HWY_INLINE hn::Vec<DF> LoadExact(DF df, const typename S::T* p) {
 }
 
 // Storage conversions through the kernels' own load/store path (tests check
-// them bit for bit against src/core/convert.hpp).
+// them bit for bit against src/ref/convert.hpp).
 template <class From, class To>
 void Convert(size_t n, const typename From::T* in, typename To::T* out) {
   const hn::ScalableTag<float> df;

@@ -2,7 +2,7 @@
 //
 // Each storage tag (F32, BF16, F16) converts a vector's worth of elements to
 // f32 lanes on the way in and rounds to nearest-even on the way out, bit for
-// bit as src/core/convert.hpp does (tested for all 65536 16-bit patterns and
+// bit as src/ref/convert.hpp does (tested for all 65536 16-bit patterns and
 // many f32 values in tests/kernels_convert_test.cpp):
 //  - bf16 out: Highway 1.0's DemoteTo truncates, so the rounding is done here
 //    in integer lanes (u + 0x7fff + lsb) >> 16, NaN kept quiet with its sign.
@@ -188,7 +188,7 @@ struct F16 : Contiguous2<F16, uint16_t> {
   }
 
   // Exact on every target, NaN payloads and signaling NaNs kept, as
-  // src/core/convert.hpp (the conversion kernel to_f32 uses it).
+  // src/ref/convert.hpp (the conversion kernel to_f32 uses it).
   template <class DF>
   static HWY_INLINE hn::Vec<DF> LoadExact(DF df, const T* p) {
     const hn::RebindToUnsigned<DF> du;

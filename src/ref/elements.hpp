@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/convert.hpp"
 #include "gelu/gelu.hpp"
+#include "ref/convert.hpp"
 
 namespace gelu::ref {
 

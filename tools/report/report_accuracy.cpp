@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-#include "core/convert.hpp"
+#include "ref/convert.hpp"
 #include "ref/gelu_ref.hpp"
 #include "ref/ulp.hpp"
 

@@ -1,0 +1,48 @@
+# Sanitized and fuzzing builds, each in its own build directory
+# (scripts/sanitize.sh makes them: build-asan, build-tsan, build-fuzz):
+#
+#   GELU_SANITIZE=address   ASan + UBSan, every unit test (g++ or clang)
+#   GELU_SANITIZE=thread    TSan, the threaded tests only (gelu_tsan_tests;
+#                           clang, whose LLVM libomp has the Archer tool)
+#   GELU_FUZZ=ON            the libFuzzer API fuzzer fuzz_api (clang), with
+#                           ASan + UBSan
+#
+# Included by the top CMakeLists.txt before any target, so the flags reach
+# the library and everything linked with it.
+set(GELU_SANITIZE "" CACHE STRING "Sanitizer build: address (ASan+UBSan), thread (TSan) or empty")
+set_property(CACHE GELU_SANITIZE PROPERTY STRINGS "" address thread)
+option(GELU_FUZZ "Build the libFuzzer API fuzzer fuzz/fuzz_api.cpp (clang; ASan+UBSan)" OFF)
+
+if(GELU_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "GELU_FUZZ needs clang (libFuzzer); configure with CXX=clang++")
+  endif()
+  if(GELU_SANITIZE STREQUAL "")
+    set(GELU_SANITIZE address CACHE STRING "" FORCE)
+  elseif(NOT GELU_SANITIZE STREQUAL "address")
+    message(FATAL_ERROR "GELU_FUZZ runs under GELU_SANITIZE=address, not ${GELU_SANITIZE}")
+  endif()
+endif()
+
+if(GELU_SANITIZE STREQUAL "address")
+  set(GELU_SANITIZE_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all)
+elseif(GELU_SANITIZE STREQUAL "thread")
+  set(GELU_SANITIZE_FLAGS -fsanitize=thread)
+elseif(NOT GELU_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "GELU_SANITIZE is address, thread or empty, not '${GELU_SANITIZE}'")
+endif()
+
+if(GELU_SANITIZE_FLAGS)
+  # The Highway kernels are compiled for one SIMD target only: the best this
+  # machine has (-march=native; HWY_COMPILE_ONLY_STATIC trumps the kernels'
+  # HWY_COMPILE_ALL_ATTAINABLE), i.e. the code dynamic dispatch runs here.
+  # Every target under sanitizers costs ~4x the build time; the plain build
+  # still tests every target.
+  add_compile_options(${GELU_SANITIZE_FLAGS} -fno-omit-frame-pointer
+    -march=native -DHWY_COMPILE_ONLY_STATIC=1)
+  add_link_options(${GELU_SANITIZE_FLAGS})
+endif()
+if(GELU_FUZZ)
+  # Coverage instrumentation for everything; fuzz_api links libFuzzer's main.
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
