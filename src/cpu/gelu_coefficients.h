@@ -4,6 +4,8 @@
 // k (the *Bf16F16 tables: c0..c4, no c0 lo). Errors are of the fit alone.
 #pragma once
 
+// One table row a line, as the script writes it (make format leaves it).
+// clang-format off
 namespace gelu::cpu::gelu_coefficients {
 
 // kErfValue: max error 0.0541 x 2^-24 relative
@@ -133,3 +135,4 @@ inline constexpr float kExpPoly7[6] = {5.000000000e-01f, 1.666666567e-01f, 4.166
 inline constexpr float kErfTail[6] = {-9.999900460e-01f, 2.997065306e+00f, -1.469275188e+01f, 8.911270905e+01f, -4.742102966e+02f, 1.362376343e+03f};
 
 }  // namespace gelu::cpu::gelu_coefficients
+// clang-format on
