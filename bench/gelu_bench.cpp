@@ -77,14 +77,16 @@ struct InputScale {
 constexpr InputScale kScales[] = {{"sigma2", 2.0f}, {"sigma3", 3.0f}, {"tail", 0.0f}};
 constexpr float kTailLo = -10.0f, kTailHi = -3.875f;
 
-void fill_scaled(DType t, void* p, int64_t n, Role r, const InputScale& sc, bool has_addend) {
+void fill_scaled(DType t, void* p, int64_t n, Role r, const InputScale& sc,
+                 bool has_addend) {
   if (r != Role::x && r != Role::addend) return fill(t, p, n, fill_sigma(r));
   if (sc.sigma > 0) return fill(t, p, n, r == Role::x ? sc.sigma : 1.0f);
   std::mt19937 rng(54321);
   const float margin = has_addend ? 1.0f : 0.0f;
   std::uniform_real_distribution<float> u =
-      r == Role::x ? std::uniform_real_distribution<float>(kTailLo + margin, kTailHi - margin)
-                   : std::uniform_real_distribution<float>(-1.0f, 1.0f);
+      r == Role::x
+          ? std::uniform_real_distribution<float>(kTailLo + margin, kTailHi - margin)
+          : std::uniform_real_distribution<float>(-1.0f, 1.0f);
   for (int64_t i = 0; i < n; ++i) gelu::ref::store(t, p, i, u(rng));
 }
 
@@ -99,13 +101,19 @@ bool run_kernel(OpId id, Approx f, DType t, int64_t rows, int64_t cols,
     case OpId::gelu: cpu::gelu_fwd(f, t, n, p[0], p[1]); return true;
     case OpId::gelu_backward: cpu::gelu_bwd(f, t, n, p[0], p[1], p[2]); return true;
     case OpId::add_gelu: cpu::add_fwd(f, t, n, p[0], p[1], p[2]); return true;
-    case OpId::add_gelu_backward: cpu::add_bwd(f, t, n, p[0], p[1], p[2], p[3]); return true;
-    case OpId::bias_gelu: cpu::bias_fwd(f, t, rows, cols, cols, p[0], p[1], p[2]); return true;
+    case OpId::add_gelu_backward:
+      cpu::add_bwd(f, t, n, p[0], p[1], p[2], p[3]);
+      return true;
+    case OpId::bias_gelu:
+      cpu::bias_fwd(f, t, rows, cols, cols, p[0], p[1], p[2]);
+      return true;
     case OpId::bias_gelu_backward:
       cpu::bias_bwd(f, t, rows, cols, cols, p[0], p[1], p[2], p[3], partial);
       return true;
     case OpId::geglu: cpu::geglu_fwd(f, t, rows, cols, cols, p[0], p[1]); return true;
-    case OpId::geglu_backward: cpu::geglu_bwd(f, t, rows, cols, cols, p[0], p[1], p[2]); return true;
+    case OpId::geglu_backward:
+      cpu::geglu_bwd(f, t, rows, cols, cols, p[0], p[1], p[2]);
+      return true;
   }
   return false;
 }
@@ -125,9 +133,9 @@ void BM_kernel(benchmark::State& st, const OpDecl* op, Approx f, DType t, int64_
     p.push_back(bufs.back()->p);
     if (op->tensors[i].output()) continue;
     if (scale)
-      fill_scaled(t, p.back(), elems, op->tensors[i].role, *scale, op->tensor_of(Role::addend) >= 0);
-    else
-      fill(t, p.back(), elems, fill_sigma(op->tensors[i].role));
+      fill_scaled(t, p.back(), elems, op->tensors[i].role, *scale,
+                  op->tensor_of(Role::addend) >= 0);
+    else fill(t, p.back(), elems, fill_sigma(op->tensors[i].role));
   }
   std::vector<double> partial(cols);
   if (!run_kernel(op->id, f, t, rows, cols, p, partial.data()))
@@ -164,21 +172,21 @@ const bool kRegistered = [] {
     for (Approx f : forms) {
       // Fused kernels (an addend or a gate) share the GELU math: the erf
       // form is enough there.
-      const bool fused =
-          op.tensor_of(Role::addend) >= 0 || op.kind == gelu::core::OpKind::gated;
+      const bool fused = op.tensor_of(Role::addend) >= 0 ||
+                         op.kind == gelu::core::OpKind::gated;
       if (fused && f != Approx::none) continue;
       for (DType t : dtypes)
         for (int64_t n : kSizes) {
-          const std::string name = std::string(op.name) + "/" + gelu::dtype_name(t) + "/" +
-                                   gelu::approx_name(f) + "/" + std::to_string(n);
+          const std::string name = std::string(op.name) + "/" + gelu::dtype_name(t) +
+                                   "/" + gelu::approx_name(f) + "/" + std::to_string(n);
           benchmark::RegisterBenchmark(name.c_str(), BM_kernel, &op, f, t, n, nullptr)
               ->MinTime(0.1);
           // The wider input scales, f32 only (the storage dtypes share the
           // f32 math), in cache and at 4M.
           if (t != DType::f32 || n < (1 << 18)) continue;
           for (const InputScale& sc : kScales)
-            benchmark::RegisterBenchmark((name + "/" + sc.suffix).c_str(), BM_kernel, &op, f, t,
-                                         n, &sc)
+            benchmark::RegisterBenchmark((name + "/" + sc.suffix).c_str(), BM_kernel,
+                                         &op, f, t, n, &sc)
                 ->MinTime(0.1);
         }
     }

@@ -17,7 +17,8 @@ void BM_threads(benchmark::State& st) {
   const int64_t n = st.range(0);
   const int threads = static_cast<int>(st.range(1));
   std::vector<float> x(n), y(n);
-  for (int64_t i = 0; i < n; ++i) x[i] = -4.0f + 8.0f * static_cast<float>(i % 1009) / 1009.0f;
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = -4.0f + 8.0f * static_cast<float>(i % 1009) / 1009.0f;
   const gelu::Options o{gelu::Approx::none, threads};
   for (auto _ : st) {
     gelu::gelu({x.data(), gelu::DType::f32, {n}}, {y.data(), gelu::DType::f32, {n}}, o);

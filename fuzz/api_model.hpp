@@ -14,8 +14,14 @@
 namespace gelu::fuzz {
 
 enum class Op {
-  gelu, gelu_backward, bias_gelu, bias_gelu_backward,
-  add_gelu, add_gelu_backward, geglu, geglu_backward,
+  gelu,
+  gelu_backward,
+  bias_gelu,
+  bias_gelu_backward,
+  add_gelu,
+  add_gelu_backward,
+  geglu,
+  geglu_backward,
 };
 inline constexpr int kNumOps = 8;
 
@@ -42,31 +48,51 @@ struct OpModel {
 inline const OpModel& op_model(Op op) {
   static const OpModel kModels[kNumOps] = {
       {"gelu", 2, {{false, Shape::primary}, {true, Shape::same}}, false, false},
-      {"gelu_backward", 4,
-       {{false, Shape::same}, {false, Shape::primary}, {true, Shape::same},
+      {"gelu_backward",
+       4,
+       {{false, Shape::same},
+        {false, Shape::primary},
+        {true, Shape::same},
         {true, Shape::same, false, true}},
-       false, false},
-      {"bias_gelu", 3,
+       false,
+       false},
+      {"bias_gelu",
+       3,
        {{false, Shape::primary}, {false, Shape::last_dim}, {true, Shape::same}},
-       true, false},
-      {"bias_gelu_backward", 6,
-       {{false, Shape::same}, {false, Shape::primary}, {false, Shape::last_dim},
-        {true, Shape::same}, {true, Shape::last_dim, true},
+       true,
+       false},
+      {"bias_gelu_backward",
+       6,
+       {{false, Shape::same},
+        {false, Shape::primary},
+        {false, Shape::last_dim},
+        {true, Shape::same},
+        {true, Shape::last_dim, true},
         {true, Shape::same, false, true}},
-       true, false},
-      {"add_gelu", 3,
+       true,
+       false},
+      {"add_gelu",
+       3,
        {{false, Shape::primary}, {false, Shape::same}, {true, Shape::same}},
-       false, false},
-      {"add_gelu_backward", 4,
-       {{false, Shape::same}, {false, Shape::primary}, {false, Shape::same},
+       false,
+       false},
+      {"add_gelu_backward",
+       4,
+       {{false, Shape::same},
+        {false, Shape::primary},
+        {false, Shape::same},
         {true, Shape::same}},
-       false, false},
-      {"geglu", 2, {{false, Shape::primary}, {true, Shape::half_last}}, true,
-       true},
-      {"geglu_backward", 4,
-       {{false, Shape::half_last}, {false, Shape::primary}, {true, Shape::same},
+       false,
+       false},
+      {"geglu", 2, {{false, Shape::primary}, {true, Shape::half_last}}, true, true},
+      {"geglu_backward",
+       4,
+       {{false, Shape::half_last},
+        {false, Shape::primary},
+        {true, Shape::same},
         {true, Shape::half_last, false, true}},
-       true, true},
+       true,
+       true},
   };
   return kModels[static_cast<int>(op)];
 }
@@ -94,8 +120,7 @@ inline std::optional<int64_t> model_numel(const std::vector<int64_t>& shape) {
 }
 
 // The shape a tensor must have, given the primary's (valid rank assumed).
-inline std::vector<int64_t> expected_shape(Shape rule,
-                                           const std::vector<int64_t>& p) {
+inline std::vector<int64_t> expected_shape(Shape rule, const std::vector<int64_t>& p) {
   switch (rule) {
     case Shape::primary:
     case Shape::same: return p;

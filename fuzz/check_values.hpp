@@ -14,12 +14,10 @@
 namespace gelu::fuzz {
 
 namespace detail {
-inline std::string describe(const char* what, int64_t i, float got,
-                            double exact) {
+inline std::string describe(const char* what, int64_t i, float got, double exact) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%s[%lld]: got %.9g (0x%08x), exact %.17g",
-                what, static_cast<long long>(i), double(got), f32_bits(got),
-                exact);
+  std::snprintf(buf, sizeof buf, "%s[%lld]: got %.9g (0x%08x), exact %.17g", what,
+                static_cast<long long>(i), double(got), f32_bits(got), exact);
   return buf;
 }
 }  // namespace detail
@@ -50,7 +48,8 @@ inline bool check_values(Op op, const std::vector<Arg>& a,
         if (!geglu_fwd_ok(f, t, x, g, y))
           return why = detail::describe("y", k, y, ref::gelu_fwd(f, x) * g), false;
       } else {
-        const float s = op == Op::bias_gelu_backward ? in(1, k) + in(2, k % cols) : in(1, k);
+        const float s = op == Op::bias_gelu_backward ? in(1, k) + in(2, k % cols)
+                                                     : in(1, k);
         if (!fwd_ok(f, t, s, y))
           return why = detail::describe("y", k, y, ref::gelu_fwd(f, s)), false;
       }
@@ -60,31 +59,30 @@ inline bool check_values(Op op, const std::vector<Arg>& a,
     case Op::gelu:
       for (int64_t k = 0; k < n; ++k)
         if (!fwd_ok(f, t, in(0, k), out(1, k)))
-          return why = detail::describe("y", k, out(1, k),
-                                        ref::gelu_fwd(f, in(0, k))), false;
+          return why = detail::describe("y", k, out(1, k), ref::gelu_fwd(f, in(0, k))),
+                 false;
       return true;
     case Op::gelu_backward:
       for (int64_t k = 0; k < n; ++k)
         if (!bwd_ok(f, t, in(0, k), in(1, k), out(2, k)))
-          return why = detail::describe(
-                     "dx", k, out(2, k),
-                     double(in(0, k)) * ref::gelu_bwd(f, in(1, k))), false;
+          return why = detail::describe("dx", k, out(2, k),
+                                        double(in(0, k)) * ref::gelu_bwd(f, in(1, k))),
+                 false;
       return true;
     case Op::add_gelu:
       for (int64_t k = 0; k < n; ++k) {
         const float s = in(0, k) + in(1, k);
         if (!fwd_ok(f, t, s, out(2, k)))
-          return why = detail::describe("y", k, out(2, k),
-                                        ref::gelu_fwd(f, s)), false;
+          return why = detail::describe("y", k, out(2, k), ref::gelu_fwd(f, s)), false;
       }
       return true;
     case Op::add_gelu_backward:
       for (int64_t k = 0; k < n; ++k) {
         const float s = in(1, k) + in(2, k);
         if (!bwd_ok(f, t, in(0, k), s, out(3, k)))
-          return why = detail::describe(
-                     "dx", k, out(3, k),
-                     double(in(0, k)) * ref::gelu_bwd(f, s)), false;
+          return why = detail::describe("dx", k, out(3, k),
+                                        double(in(0, k)) * ref::gelu_bwd(f, s)),
+                 false;
       }
       return true;
     case Op::bias_gelu: {
@@ -92,8 +90,7 @@ inline bool check_values(Op op, const std::vector<Arg>& a,
       for (int64_t k = 0; k < n; ++k) {
         const float s = in(0, k) + in(1, k % cols);
         if (!fwd_ok(f, t, s, out(2, k)))
-          return why = detail::describe("y", k, out(2, k),
-                                        ref::gelu_fwd(f, s)), false;
+          return why = detail::describe("y", k, out(2, k), ref::gelu_fwd(f, s)), false;
       }
       return true;
     }
@@ -127,8 +124,8 @@ inline bool check_values(Op op, const std::vector<Arg>& a,
           const float x = in(0, r * 2 * h + j), g = in(0, r * 2 * h + h + j);
           const float y = out(1, r * h + j);
           if (!geglu_fwd_ok(f, t, x, g, y))
-            return why = detail::describe("y", r * h + j, y,
-                                          ref::gelu_fwd(f, x) * g), false;
+            return why = detail::describe("y", r * h + j, y, ref::gelu_fwd(f, x) * g),
+                   false;
         }
       return true;
     }
@@ -139,9 +136,9 @@ inline bool check_values(Op op, const std::vector<Arg>& a,
           const int64_t ia = r * 2 * h + j, ig = ia + h;
           const float dy = in(0, r * h + j), x = in(1, ia), g = in(1, ig);
           if (!geglu_bwd_a_ok(f, t, dy, x, g, out(2, ia)))
-            return why = detail::describe(
-                       "dx(value half)", ia, out(2, ia),
-                       double(dy) * g * ref::gelu_bwd(f, x)), false;
+            return why = detail::describe("dx(value half)", ia, out(2, ia),
+                                          double(dy) * g * ref::gelu_bwd(f, x)),
+                   false;
           if (!geglu_bwd_g_ok(f, t, dy, x, out(2, ig)))
             return why = detail::describe("dx(gate half)", ig, out(2, ig),
                                           double(dy) * ref::gelu_fwd(f, x)),

@@ -47,10 +47,9 @@ inline double unit(double scale, double factor) {
 // f32 included); bf16 and f16 within ref::bound_ulps (one ULP of their
 // format, measured as the tests measure it: of the exact value forward, of
 // `scale` backward, never below |factor| * 2^-149).
-inline bool within(DType t, float got, double exact, double f32_err,
-                   double scale, double factor) {
-  if (std::isnan(exact) || std::isnan(got))
-    return std::isnan(exact) && std::isnan(got);
+inline bool within(DType t, float got, double exact, double f32_err, double scale,
+                   double factor) {
+  if (std::isnan(exact) || std::isnan(got)) return std::isnan(exact) && std::isnan(got);
   if (got == stored(t, exact)) return true;
   if (!std::isfinite(got) || !std::isfinite(exact)) return false;
   if (t != DType::f32)
@@ -71,7 +70,8 @@ inline bool bwd_ok(Approx a, DType t, float dy, float s, float got) {
   const ref::GradTerms g = ref::gelu_bwd_terms(a, s);
   const double e = double(dy) * (g.t1 + g.t2);
   const double scale = std::fabs(double(dy)) * (std::fabs(g.t1) + std::fabs(g.t2));
-  return within(t, got, e, ref::kF32BoundUlps * unit(scale, dy) + 0.5 * u32(e), scale, dy);
+  return within(t, got, e, ref::kF32BoundUlps * unit(scale, dy) + 0.5 * u32(e), scale,
+                dy);
 }
 
 // y = gelu(a) * g
@@ -79,13 +79,13 @@ inline bool geglu_fwd_ok(Approx f, DType t, float a, float g, float got) {
   if (!std::isfinite(g)) return true;
   const double ga = ref::gelu_fwd(f, a);
   const double e = ga * g;
-  return within(t, got, e, ref::kF32BoundUlps * u32(ga) * std::fabs(double(g)) + 0.5 * u32(e),
-                0.0, g);
+  return within(t, got, e,
+                ref::kF32BoundUlps * u32(ga) * std::fabs(double(g)) + 0.5 * u32(e), 0.0,
+                g);
 }
 
 // da = dy * g * gelu'(a)
-inline bool geglu_bwd_a_ok(Approx f, DType t, float dy, float a, float g,
-                           float got) {
+inline bool geglu_bwd_a_ok(Approx f, DType t, float dy, float a, float g, float got) {
   if (!std::isfinite(dy) || !std::isfinite(g)) return true;
   const ref::GradTerms gt = ref::gelu_bwd_terms(f, a);
   const double d = gt.t1 + gt.t2;
@@ -95,7 +95,8 @@ inline bool geglu_bwd_a_ok(Approx f, DType t, float dy, float a, float g,
     return true;  // an intermediate f32 product may overflow: unconstrained
   const double e = dyg * d;
   const double scale = std::fabs(dyg) * (std::fabs(gt.t1) + std::fabs(gt.t2));
-  return within(t, got, e, ref::kF32BoundUlps * unit(scale, dyg) + 1.0 * u32(e), scale, dyg);
+  return within(t, got, e, ref::kF32BoundUlps * unit(scale, dyg) + 1.0 * u32(e), scale,
+                dyg);
 }
 
 // dg = dy * gelu(a)
@@ -103,7 +104,8 @@ inline bool geglu_bwd_g_ok(Approx f, DType t, float dy, float a, float got) {
   if (!std::isfinite(dy)) return true;
   const double ga = ref::gelu_fwd(f, a);
   const double e = double(dy) * ga;
-  return within(t, got, e, ref::kF32BoundUlps * u32(ga) * std::fabs(double(dy)) + 0.5 * u32(e),
+  return within(t, got, e,
+                ref::kF32BoundUlps * u32(ga) * std::fabs(double(dy)) + 0.5 * u32(e),
                 0.0, dy);
 }
 
@@ -115,13 +117,12 @@ inline bool geglu_bwd_g_ok(Approx f, DType t, float dy, float a, float got) {
 inline double dbias_floor_term(float dy) {
   return (2.0 * std::fabs(double(dy)) + 0.5) * 0x1p-149;
 }
-inline bool dbias_ok(DType t, float got, double exact, double scale,
-                     double floor, bool finite) {
+inline bool dbias_ok(DType t, float got, double exact, double scale, double floor,
+                     bool finite) {
   if (!finite || !(scale <= FLT_MAX)) return true;
   if (std::isnan(got)) return false;
   if (got == stored(t, exact)) return true;
-  const double tol =
-      std::ldexp(scale, -20) + floor + 0.5 * ref::ulp_of(t, exact);
+  const double tol = std::ldexp(scale, -20) + floor + 0.5 * ref::ulp_of(t, exact);
   return std::fabs(double(got) - exact) <= tol;
 }
 

@@ -46,17 +46,15 @@ struct Memory {
   size_t total;
   Memory() {
     total = kPage + kSlots * (kSlotBytes + kPage);
-    void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
     if (p == MAP_FAILED) std::abort();
     base = static_cast<unsigned char*>(p);
     for (int i = 0; i <= kSlots; ++i)
       if (mprotect(base + i * (kSlotBytes + kPage), kPage, PROT_NONE) != 0)
         std::abort();
   }
-  unsigned char* begin(int s) const {
-    return base + kPage + s * (kSlotBytes + kPage);
-  }
+  unsigned char* begin(int s) const { return base + kPage + s * (kSlotBytes + kPage); }
   unsigned char* end(int s) const { return begin(s) + kSlotBytes; }
   // Which slot holds address p (or -1); a slot's end counts (an empty
   // tensor may sit right at the guard page).
@@ -80,11 +78,39 @@ uint64_t splitmix(uint64_t& s) {
 }
 
 int64_t fuzz_dim(FuzzedDataProvider& fdp) {
-  static const int64_t kOdd[] = {
-      0, 1, 2, 3, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 255,
-      1023, 1024, 1025, 4096, int64_t(1) << 31, (int64_t(1) << 31) - 1,
-      (int64_t(1) << 32) + 1, int64_t(1) << 33, (int64_t(1) << 61) - 1,
-      int64_t(1) << 61, int64_t(1) << 62, INT64_MAX, -1, -2, INT64_MIN};
+  static const int64_t kOdd[] = {0,
+                                 1,
+                                 2,
+                                 3,
+                                 7,
+                                 8,
+                                 15,
+                                 16,
+                                 17,
+                                 31,
+                                 32,
+                                 33,
+                                 63,
+                                 64,
+                                 65,
+                                 127,
+                                 128,
+                                 255,
+                                 1023,
+                                 1024,
+                                 1025,
+                                 4096,
+                                 int64_t(1) << 31,
+                                 (int64_t(1) << 31) - 1,
+                                 (int64_t(1) << 32) + 1,
+                                 int64_t(1) << 33,
+                                 (int64_t(1) << 61) - 1,
+                                 int64_t(1) << 61,
+                                 int64_t(1) << 62,
+                                 INT64_MAX,
+                                 -1,
+                                 -2,
+                                 INT64_MIN};
   switch (fdp.ConsumeIntegralInRange(0, 7)) {
     case 0: return fdp.PickValueInArray(kOdd);
     case 1: return fdp.ConsumeIntegral<int64_t>();
@@ -105,18 +131,45 @@ int fuzz_dtype(FuzzedDataProvider& fdp) {
 }
 
 float special(uint64_t r) {
-  static const float kSpecial[] = {
-      0.0f, -0.0f, 1.0f, -1.0f, 0.5f, -0.75179f, -0.7517916f, 3.0f, -3.0f,
-      5.5f, -5.5f, 10.0f, -10.0f, -13.5f, -20.0f, -40.0f, 88.7f, -88.7f,
-      1e-30f, -1e-30f, 1e-40f, -1e-42f, 1.17549435e-38f, 65504.0f, 65520.0f,
-      -65520.0f, 6e-8f, 3.4028235e38f, -3.4028235e38f, 1e20f, -1e20f,
-      __builtin_inff(), -__builtin_inff(), __builtin_nanf(""),
-      -__builtin_nanf("0x123")};
+  static const float kSpecial[] = {0.0f,
+                                   -0.0f,
+                                   1.0f,
+                                   -1.0f,
+                                   0.5f,
+                                   -0.75179f,
+                                   -0.7517916f,
+                                   3.0f,
+                                   -3.0f,
+                                   5.5f,
+                                   -5.5f,
+                                   10.0f,
+                                   -10.0f,
+                                   -13.5f,
+                                   -20.0f,
+                                   -40.0f,
+                                   88.7f,
+                                   -88.7f,
+                                   1e-30f,
+                                   -1e-30f,
+                                   1e-40f,
+                                   -1e-42f,
+                                   1.17549435e-38f,
+                                   65504.0f,
+                                   65520.0f,
+                                   -65520.0f,
+                                   6e-8f,
+                                   3.4028235e38f,
+                                   -3.4028235e38f,
+                                   1e20f,
+                                   -1e20f,
+                                   __builtin_inff(),
+                                   -__builtin_inff(),
+                                   __builtin_nanf(""),
+                                   -__builtin_nanf("0x123")};
   return kSpecial[r % (sizeof kSpecial / sizeof kSpecial[0])];
 }
 
-void store_value(DType t, void* p, int64_t i, float f, uint64_t raw,
-                 bool use_raw) {
+void store_value(DType t, void* p, int64_t i, float f, uint64_t raw, bool use_raw) {
   if (!use_raw) return gelu::ref::store(t, p, i, f);
   unsigned char* b = static_cast<unsigned char*>(p);
   if (t == DType::f32) {
@@ -183,8 +236,8 @@ void check_helpers(FuzzedDataProvider& fdp) {
       !gelu::approx_name(static_cast<gelu::Approx>(raw)))
     std::abort();
   const std::string s = fdp.ConsumeRandomLengthString(10);
-  static const char* kDtypes[] = {"f32", "float32", "bf16", "bfloat16", "f16",
-                                  "float16"};
+  static const char* kDtypes[] = {"f32",      "float32", "bf16",
+                                  "bfloat16", "f16",     "float16"};
   static const char* kForms[] = {"none", "tanh", "quick"};
   bool known = false;
   for (int i = 0; i < 6; ++i) known |= s == kDtypes[i];
@@ -222,7 +275,8 @@ void check_helpers(FuzzedDataProvider& fdp) {
     if (got != (zero ? 0 : int64_t(n)))
       helper_finding("numel miscounted", shape_text(shape));
   } catch (const gelu::Error&) {
-    if (!neg && !over) helper_finding("numel rejected a valid shape", shape_text(shape));
+    if (!neg && !over)
+      helper_finding("numel rejected a valid shape", shape_text(shape));
   }
 }
 
@@ -231,8 +285,7 @@ void check_helpers(FuzzedDataProvider& fdp) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Memory& mem = memory();
   static const bool once = [] {
-    if (gelu::simd_target().empty() || gelu::default_num_threads() < 1)
-      std::abort();
+    if (gelu::simd_target().empty() || gelu::default_num_threads() < 1) std::abort();
     return true;
   }();
   (void)once;
@@ -259,7 +312,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                         ? fuzz_shape(fdp)
                         : expected_shape(m.roles[i].shape, args[p].shape);
     const int d = fdp.ConsumeIntegralInRange(0, 15);
-    args[i].dtype = d == 0 ? fuzz_dtype(fdp)
+    args[i].dtype = d == 0                             ? fuzz_dtype(fdp)
                     : d == 1 && m.roles[i].f32_allowed ? 0
                                                        : args[p].dtype;
   }
@@ -287,8 +340,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     switch (fdp.ConsumeIntegralInRange(0, 9)) {
       case 0: at = nullptr; break;
       case 1:  // in place: the very same buffer as an earlier tensor
-        if (i > 0) at = static_cast<unsigned char*>(
-                       args[fdp.ConsumeIntegralInRange(0, i - 1)].data);
+        if (i > 0)
+          at = static_cast<unsigned char*>(
+              args[fdp.ConsumeIntegralInRange(0, i - 1)].data);
         break;
       case 2:  // an earlier tensor's buffer shifted: a partial overlap
         if (i > 0) {
@@ -335,15 +389,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                           args[i].shape};
   };
   auto out = [&](int i) {
-    return TensorRef{args[i].data, static_cast<DType>(args[i].dtype),
-                     args[i].shape};
+    return TensorRef{args[i].data, static_cast<DType>(args[i].dtype), args[i].shape};
   };
   std::string error;
   bool threw = false;
   try {
     switch (op) {
       case Op::gelu: gelu::gelu(in(0), out(1), o); break;
-      case Op::gelu_backward: gelu::gelu_backward(in(0), in(1), out(2), out(3), o); break;
+      case Op::gelu_backward:
+        gelu::gelu_backward(in(0), in(1), out(2), out(3), o);
+        break;
       case Op::bias_gelu: gelu::bias_gelu(in(0), in(1), out(2), o); break;
       case Op::bias_gelu_backward:
         gelu::bias_gelu_backward(in(0), in(1), in(2), out(3), out(4), out(5), o);
@@ -353,14 +408,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         gelu::add_gelu_backward(in(0), in(1), in(2), out(3), o);
         break;
       case Op::geglu: gelu::geglu(in(0), out(1), o); break;
-      case Op::geglu_backward: gelu::geglu_backward(in(0), in(1), out(2), out(3), o); break;
+      case Op::geglu_backward:
+        gelu::geglu_backward(in(0), in(1), out(2), out(3), o);
+        break;
     }
   } catch (const gelu::Error& e) {
     threw = true;
     error = e.what();
   } catch (const std::exception& e) {
-    finding("threw something other than gelu::Error", op, args, threads,
-            approx, e.what());
+    finding("threw something other than gelu::Error", op, args, threads, approx,
+            e.what());
   }
 
   for (int s = 0; s < kSlots; ++s)
@@ -373,8 +430,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       finding("wrote memory before throwing", op, args, threads, approx, error);
     return 0;
   }
-  if (!accept)
-    finding("accepted an invalid call", op, args, threads, approx, "");
+  if (!accept) finding("accepted an invalid call", op, args, threads, approx, "");
   // Nothing outside the outputs may change.
   for (int i = 0; i < m.n; ++i)
     if (m.roles[i].output && args[i].data && bytes[i] > 0) {
@@ -392,7 +448,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                     : nullptr;
   std::string why;
   if (!check_values(op, args, before, static_cast<gelu::Approx>(approx), why))
-    finding("result outside the accuracy contract", op, args, threads, approx,
-            why);
+    finding("result outside the accuracy contract", op, args, threads, approx, why);
   return 0;
 }

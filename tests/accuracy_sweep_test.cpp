@@ -42,10 +42,11 @@ void sweep(Approx form, const Buffer& x) {
       y, [&](int64_t i) { return expect_fwd(form, x.get(i)); }, bound_ulps(t),
       "gelu sweep " + w);
   const double bwd = check_all(
-      dx, [&](int64_t i) { return expect_bwd(form, x.get(i), 1.0); },
-      bound_ulps(t), "gelu_backward sweep " + w);
-  std::printf("sweep %s over %lld inputs: forward max %.3f ulp, backward max %.3f ulp\n",
-              w.c_str(), static_cast<long long>(x.size()), fwd, bwd);
+      dx, [&](int64_t i) { return expect_bwd(form, x.get(i), 1.0); }, bound_ulps(t),
+      "gelu_backward sweep " + w);
+  std::printf(
+      "sweep %s over %lld inputs: forward max %.3f ulp, backward max %.3f ulp\n",
+      w.c_str(), static_cast<long long>(x.size()), fwd, bwd);
 }
 
 class AccuracySweep : public ::testing::TestWithParam<std::tuple<Approx, DType>> {};

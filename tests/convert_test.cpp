@@ -26,7 +26,8 @@ uint16_t nearest(float f, uint16_t guess, Widen widen, double overflow) {
     const uint16_t c = static_cast<uint16_t>(guess + delta);
     if (std::isnan(widen(c)) || (c ^ guess) & 0x8000u) continue;
     const double d = std::fabs(value(c) - double(f));
-    if (d < best_d || (d == best_d && (c & 1u) == 0 && (best & 1u))) best = c, best_d = d;
+    if (d < best_d || (d == best_d && (c & 1u) == 0 && (best & 1u)))
+      best = c, best_d = d;
   }
   return best;
 }
@@ -58,12 +59,13 @@ TEST(Convert, NearestEvenOnSpreadF32Patterns) {
     const float f = f32_from_bits(static_cast<uint32_t>(u));
     if (std::isnan(f)) continue;
     const uint16_t b = f32_to_bf16(f);
-    EXPECT_EQ(b, nearest(f, b, bf16_to_f32, std::ldexp(1.0, 128))) << std::hexfloat << f;
+    EXPECT_EQ(b, nearest(f, b, bf16_to_f32, std::ldexp(1.0, 128)))
+        << std::hexfloat << f;
     const uint16_t h = f32_to_f16(f);
     EXPECT_EQ(h, nearest(f, h, f16_to_f32, 65536.0)) << std::hexfloat << f;
   }
-  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00u);     // halfway to 2^16 rounds to inf
-  EXPECT_EQ(f32_to_f16(65519.0f), 0x7bffu);     // max half
+  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00u);  // halfway to 2^16 rounds to inf
+  EXPECT_EQ(f32_to_f16(65519.0f), 0x7bffu);  // max half
   EXPECT_EQ(f32_to_bf16(f32_from_bits(0x3f808000u)), 0x3f80u);  // tie -> even
   EXPECT_EQ(f32_to_bf16(f32_from_bits(0x3f818000u)), 0x3f82u);  // tie -> even
   EXPECT_EQ(f32_to_f16(5.9604645e-8f), 0x0001u);  // smallest subnormal half

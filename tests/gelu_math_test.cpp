@@ -19,12 +19,12 @@
 #define HWY_COMPILE_ALL_ATTAINABLE
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
-#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -36,10 +36,10 @@
 #define HWY_TARGET_INCLUDE "tests/gelu_math_test.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
+#include "cpu/gelu_math-inl.h"
 #include "hwy/highway.h"
 #include "hwy/tests/hwy_gtest.h"
 #include "ref/convert.hpp"
-#include "cpu/gelu_math-inl.h"
 
 #ifndef GELU_TESTS_GELU_MATH_TEST_ONCE_
 #define GELU_TESTS_GELU_MATH_TEST_ONCE_
@@ -56,8 +56,7 @@ inline const char* FormName(Approx a) {
 int64_t BestTarget();
 
 // Inputs [a, b] (same sign), `count` bit patterns evenly spaced between.
-inline void AppendRange(std::vector<float>& in, float a, float b,
-                        uint32_t count) {
+inline void AppendRange(std::vector<float>& in, float a, float b, uint32_t count) {
   const uint32_t ua = ToBits(a), ub = ToBits(b);
   const uint32_t lo = ua < ub ? ua : ub, hi = ua < ub ? ub : ua;
   const uint64_t span = uint64_t(hi - lo) + 1;
@@ -72,7 +71,7 @@ inline std::vector<float> DenseInputs() {
   AppendRange(in, 3.0f, 15.0f, 1u << 18);
   AppendRange(in, -0.80f, -0.70f, 1u << 18);  // gelu' root, erf ~ -0.7518
   AppendRange(in, -0.60f, -0.50f, 1u << 16);  // tanh/quick roots nearby
-  for (int k = 1; k <= 16; ++k) {  // core interval edges and the tail start
+  for (int k = 1; k <= 16; ++k) {             // core interval edges and the tail start
     for (float s : {1.0f, -1.0f}) {
       const uint32_t c = ToBits(s * (k - 0.5f) * 0.25f);
       for (uint32_t j = 0; j < 128; ++j) in.push_back(FromBits(c - 64 + j));
@@ -83,9 +82,9 @@ inline std::vector<float> DenseInputs() {
   const float maxf = std::numeric_limits<float>::max();
   const float minf = std::numeric_limits<float>::min();
   const float den = std::numeric_limits<float>::denorm_min();
-  for (float v : {0.0f, -0.0f, inf, -inf, nan, -nan, maxf, -maxf, minf, -minf,
-                  den, -den, 1e-40f, -1e-40f, 3.875f, -3.875f, 14.75f,
-                  -14.75f, 11.0f, -11.0f, 68.0f, -68.0f, 1e30f, -1e30f}) {
+  for (float v : {0.0f,   -0.0f,   inf,   -inf,   nan,    -nan,    maxf,   -maxf,
+                  minf,   -minf,   den,   -den,   1e-40f, -1e-40f, 3.875f, -3.875f,
+                  14.75f, -14.75f, 11.0f, -11.0f, 68.0f,  -68.0f,  1e30f,  -1e30f}) {
     in.push_back(v);
   }
   return in;
@@ -145,8 +144,7 @@ void Score(D d, Approx form, const float* in, size_t n, Result& res) {
       if (!SameBits(v[i], v2[i]) || !SameBits(g[i], g2[i])) {
         if (res.mismatches++ == 0) res.mismatch_x = x;
       }
-      res.value.Add(
-          ref::ulp_error(DType::f32, v[i], ref::gelu_fwd(form, x)), x);
+      res.value.Add(ref::ulp_error(DType::f32, v[i], ref::gelu_fwd(form, x)), x);
       const ref::GradTerms t = ref::gelu_bwd_terms(form, x);
       res.grad.Add(ref::scaled_ulp_error(DType::f32, g[i], t.t1 + t.t2,
                                          std::fabs(t.t1) + std::fabs(t.t2)),
@@ -167,8 +165,7 @@ void CheckForm(Approx form, double bound = 2.0) {
   in.reserve((size_t{1} << log2n) + (3u << 20));
   for (uint32_t i = 0; i < (1u << log2n); ++i) {
     // High bits step evenly; low bits vary so mantissas are not all alike.
-    const uint32_t u = (i << (32 - log2n)) |
-                       ((i * 0x9E3779B1u) >> (log2n));
+    const uint32_t u = (i << (32 - log2n)) | ((i * 0x9E3779B1u) >> (log2n));
     in.push_back(mt::FromBits(u));
   }
   const std::vector<float> dense = mt::DenseInputs();
@@ -186,22 +183,22 @@ void CheckForm(Approx form, double bound = 2.0) {
   const hn::CappedTag<float, 4> d4;
   Score<Math>(d4, form, in.data() + in.size() - 2 * dense.size(),
               2 * dense.size() & ~size_t{15}, res);
-  std::printf("[ gelu_math ] %-6s %-5s%s value %.3f ulp (x=%a), grad %.3f ulp "
-              "(x=%a), %zu inputs\n",
-              hwy::TargetName(HWY_TARGET), mt::FormName(form),
-              bound == 2.0 ? "" : " (for bf16/f16)", res.value.ulp, res.value.x,
-              res.grad.ulp, res.grad.x, in.size());
+  std::printf(
+      "[ gelu_math ] %-6s %-5s%s value %.3f ulp (x=%a), grad %.3f ulp "
+      "(x=%a), %zu inputs\n",
+      hwy::TargetName(HWY_TARGET), mt::FormName(form),
+      bound == 2.0 ? "" : " (for bf16/f16)", res.value.ulp, res.value.x, res.grad.ulp,
+      res.grad.x, in.size());
   EXPECT_LE(res.value.ulp, bound)
-      << hwy::TargetName(HWY_TARGET) << " " << mt::FormName(form)
-      << " Value: worst " << res.value.ulp << " ULP at x = " << res.value.x
-      << " (" << std::hexfloat << res.value.x << ")";
+      << hwy::TargetName(HWY_TARGET) << " " << mt::FormName(form) << " Value: worst "
+      << res.value.ulp << " ULP at x = " << res.value.x << " (" << std::hexfloat
+      << res.value.x << ")";
   EXPECT_LE(res.grad.ulp, bound)
-      << hwy::TargetName(HWY_TARGET) << " " << mt::FormName(form)
-      << " Grad: worst " << res.grad.ulp << " ULP of |t1|+|t2| at x = "
-      << res.grad.x << " (" << std::hexfloat << res.grad.x << ")";
+      << hwy::TargetName(HWY_TARGET) << " " << mt::FormName(form) << " Grad: worst "
+      << res.grad.ulp << " ULP of |t1|+|t2| at x = " << res.grad.x << " ("
+      << std::hexfloat << res.grad.x << ")";
   EXPECT_EQ(res.mismatches, 0u)
-      << "ValueAndGrad differs from Value/Grad, first at x = "
-      << res.mismatch_x;
+      << "ValueAndGrad differs from Value/Grad, first at x = " << res.mismatch_x;
 }
 
 // Exact results the contract names, lane by lane in a vector of specials.
@@ -214,9 +211,9 @@ void CheckSpecial() {
   struct Case {
     float x, value, grad;
   };
-  const Case cases[] = {{inf, inf, 1.0f},   {-inf, -0.0f, 0.0f},
-                        {maxf, maxf, 1.0f}, {-maxf, -0.0f, 0.0f},
-                        {0.0f, 0.0f, 0.5f}, {-0.0f, 0.0f, 0.5f},
+  const Case cases[] = {{inf, inf, 1.0f},       {-inf, -0.0f, 0.0f},
+                        {maxf, maxf, 1.0f},     {-maxf, -0.0f, 0.0f},
+                        {0.0f, 0.0f, 0.5f},     {-0.0f, 0.0f, 0.5f},
                         {100.0f, 100.0f, 1.0f}, {-100.0f, -0.0f, 0.0f}};
   std::vector<float> in(lanes), v(lanes), g(lanes);
   for (const Case& c : cases) {

@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "ref/convert.hpp"
 #include "kernels_test_support.hpp"
+#include "ref/convert.hpp"
 
 namespace gelu::testing {
 namespace {
@@ -35,10 +35,9 @@ TEST_P(KernelsConvert, SixteenBitToF32AllPatterns) {
 // Every upper half with low halves at and around the bf16 (bit 16) and f16
 // (bit 13) rounding points, then random patterns. Odd total: a tail.
 std::vector<float> rounding_cases() {
-  const uint32_t lows[] = {0x0000, 0x0001, 0x0fff, 0x1000, 0x1001, 0x1fff,
-                           0x2000, 0x2001, 0x3000, 0x5fff, 0x6000, 0x7fff,
-                           0x8000, 0x8001, 0x9000, 0xa000, 0xbfff, 0xc000,
-                           0xe000, 0xf000, 0xffff};
+  const uint32_t lows[] = {0x0000, 0x0001, 0x0fff, 0x1000, 0x1001, 0x1fff, 0x2000,
+                           0x2001, 0x3000, 0x5fff, 0x6000, 0x7fff, 0x8000, 0x8001,
+                           0x9000, 0xa000, 0xbfff, 0xc000, 0xe000, 0xf000, 0xffff};
   std::vector<float> v;
   for (uint32_t hi = 0; hi < 65536; ++hi)
     for (uint32_t lo : lows) v.push_back(f32_from_bits(hi << 16 | lo));
@@ -77,7 +76,8 @@ TEST_P(KernelsConvert, KernelResultsRoundToNearestEvenBf16) {
   std::vector<uint16_t> out(in.size() + 1, 0xabcd);
   cpu::round_results_to_bf16(n, in.data(), out.data());
   for (int64_t i = 0; i < n; ++i)
-    ASSERT_EQ(out[i], f32_to_bf16(in[i])) << "from f32 bits 0x" << std::hex << f32_bits(in[i]);
+    ASSERT_EQ(out[i], f32_to_bf16(in[i]))
+        << "from f32 bits 0x" << std::hex << f32_bits(in[i]);
   EXPECT_EQ(out.back(), 0xabcd);
 }
 

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "ref/convert.hpp"
 #include "kernels_test_support.hpp"
+#include "ref/convert.hpp"
 #include "test_support.hpp"
 
 namespace gelu::testing {
@@ -78,17 +78,20 @@ uint32_t round_bits(DType t, float v) {
 // out[i] == round(want[i]) bit for bit wherever want_at(i) >= 0 names an
 // index into want, and untouched (poison) elsewhere.
 template <class At>
-void expect_bits(const Buffer& out, const F& want, At want_at, const std::string& what) {
+void expect_bits(const Buffer& out, const F& want, At want_at,
+                 const std::string& what) {
   ASSERT_TRUE(out.guard_intact()) << what << ": wrote past the end";
   for (int64_t i = 0; i < out.size(); ++i) {
     const int64_t k = want_at(i);
-    const uint32_t w = k >= 0 ? round_bits(out.dtype(), want[k]) : poison_bits(out.dtype());
+    const uint32_t w = k >= 0 ? round_bits(out.dtype(), want[k])
+                              : poison_bits(out.dtype());
     ASSERT_EQ(out.bits(i), w) << what << ": element " << i
                               << (k >= 0 ? " (computed)" : " (must stay untouched)");
   }
 }
 void expect_bits(const Buffer& out, const F& want, const std::string& what) {
-  expect_bits(out, want, [](int64_t i) { return i; }, what);
+  expect_bits(
+      out, want, [](int64_t i) { return i; }, what);
 }
 
 // Element `i` of a buffer, as the kernels take it.
@@ -100,7 +103,8 @@ void* at(Buffer& b, int64_t i) {
 Buffer clone(const Buffer& b) {
   Buffer c(b.dtype(), b.shape());
   c.poison();
-  std::memcpy(c.data(), b.data(), static_cast<size_t>(b.size()) * dtype_size(b.dtype()));
+  std::memcpy(c.data(), b.data(),
+              static_cast<size_t>(b.size()) * dtype_size(b.dtype()));
   return c;
 }
 
@@ -112,8 +116,8 @@ class KernelsOps : public KernelTarget {
     return t == "AVX2" || t == "AVX3" || t == "AVX3_DL";
   }
   std::string what(const char* op, Approx a, DType t, int64_t n) const {
-    return std::string(op) + " " + approx_name(a) + " " + dtype_name(t) + " n=" +
-           std::to_string(n) + " on " + cpu::target_name();
+    return std::string(op) + " " + approx_name(a) + " " + dtype_name(t) +
+           " n=" + std::to_string(n) + " on " + cpu::target_name();
   }
 };
 
@@ -128,10 +132,12 @@ TEST_P(KernelsOps, PlainAccuracy) {
         dx.poison();
         cpu::gelu_fwd(a, t, n, x.data(), y.data());
         cpu::gelu_bwd(a, t, n, dy.data(), x.data(), dx.data());
-        check_all(y, [&](int64_t i) { return expect_fwd(a, x.get(i)); }, bound_ulps(t),
-                  what("gelu_fwd", a, t, n));
-        check_all(dx, [&](int64_t i) { return expect_bwd(a, x.get(i), dy.get(i)); },
-                  bound_ulps(t), what("gelu_bwd", a, t, n));
+        check_all(
+            y, [&](int64_t i) { return expect_fwd(a, x.get(i)); }, bound_ulps(t),
+            what("gelu_fwd", a, t, n));
+        check_all(
+            dx, [&](int64_t i) { return expect_bwd(a, x.get(i), dy.get(i)); },
+            bound_ulps(t), what("gelu_bwd", a, t, n));
         if (HasFailure()) return;
       }
 }
@@ -186,12 +192,20 @@ TEST_P(KernelsOps, ElementwiseMatchPlainF32) {
 struct Block {
   int64_t rows, cols, stride, c0;
 };
-const Block kFixedBlocks[] = {{1, 1, 1, 0},    {37, 1, 1, 0},    {5, 3, 3, 0},
-                              {7, 13, 13, 0},  {3, 49, 49, 0},   {2, 1031, 1031, 0},
-                              {4, 16, 16, 0},  {5, 7, 20, 3},    {3, 33, 70, 17},
-                              {0, 5, 5, 0},    {4, 0, 6, 2},
-                              // past one dbias tile (4096 columns), 5 rows: a short group
-                              {5, 4100, 4111, 5}};
+const Block kFixedBlocks[] = {
+    {1, 1, 1, 0},
+    {37, 1, 1, 0},
+    {5, 3, 3, 0},
+    {7, 13, 13, 0},
+    {3, 49, 49, 0},
+    {2, 1031, 1031, 0},
+    {4, 16, 16, 0},
+    {5, 7, 20, 3},
+    {3, 33, 70, 17},
+    {0, 5, 5, 0},
+    {4, 0, 6, 2},
+    // past one dbias tile (4096 columns), 5 rows: a short group
+    {5, 4100, 4111, 5}};
 
 // Whole rows of the widths around every narrow-row path's limits, each with
 // a few odd rows and, below kDbiasNarrowCols, enough rows for more than one
@@ -230,7 +244,8 @@ std::vector<double> want_dbias(const Block& k, const F& want_dx) {
       double per_q = 0.0;
       for (int64_t r0 = q; r0 < k.rows; r0 += 4 * span_rows) {
         float group = dx(r0, j);
-        for (int64_t r = r0 + span_rows; r < std::min(k.rows, r0 + 4 * span_rows); r += span_rows)
+        for (int64_t r = r0 + span_rows; r < std::min(k.rows, r0 + 4 * span_rows);
+             r += span_rows)
           group += dx(r, j);
         per_q = r0 == q ? static_cast<double>(group) : per_q + group;
       }
@@ -251,7 +266,8 @@ TEST_P(KernelsOps, RowsMatchPlainF32) {
         auto at_elem = [&](int64_t i) { return in_block(i) ? i : int64_t{-1}; };
         const std::string w = what("rows", a, t, n) + " block " +
                               std::to_string(k.rows) + "x" + std::to_string(k.cols) +
-                              "/" + std::to_string(k.stride) + "+" + std::to_string(k.c0);
+                              "/" + std::to_string(k.stride) + "+" +
+                              std::to_string(k.c0);
         // --- bias: x [rows, stride], bias [stride] ---
         Buffer x(t, {n}), bias(t, {k.stride}), dy(t, {n}), out(t, {n});
         fill_inputs(x, 600 + n);
@@ -261,7 +277,8 @@ TEST_P(KernelsOps, RowsMatchPlainF32) {
         F pre(n);
         for (int64_t i = 0; i < n; ++i) pre[i] = xv[i] + bv[i % k.stride];
         // bias_bwd keeps the f32 math for every dtype (its dbias sums).
-        const F want_y = plain_fwd(a, t, pre), want_dx = plain_bwd(a, DType::f32, dv, pre);
+        const F want_y = plain_fwd(a, t, pre),
+                want_dx = plain_bwd(a, DType::f32, dv, pre);
 
         out.poison();
         cpu::bias_fwd(a, t, k.rows, k.cols, k.stride, at(x, off), at(bias, off),
@@ -312,19 +329,22 @@ TEST_P(KernelsOps, RowsMatchPlainF32) {
           // FMA targets: dy * gate * gelu' rounded once (p + e exactly).
           const float p = dv[i] * gate[i];
           const float e = std::isfinite(p) ? std::fma(dv[i], gate[i], -p) : 0.0f;
-          want_gdx[r * 2 * h + j] =
-              target_has_fma() ? std::fma(p, grad[i], e * grad[i]) : dval[i];
+          want_gdx[r * 2 * h + j] = target_has_fma() ? std::fma(p, grad[i], e * grad[i])
+                                                     : dval[i];
           want_gdx[r * 2 * h + h + j] = dv[i] * gelu_v[i];
         }
         gy.poison();
         cpu::geglu_fwd(a, t, k.rows, k.cols, h, at(gx, off), at(gy, off));
         expect_bits(gy, want_gy, at_elem, "geglu_fwd " + w);
-        auto at_g = [&](int64_t i) { return in_block(i % (2 * h) % h + i / (2 * h) * h) ? i : int64_t{-1}; };
+        auto at_g = [&](int64_t i) {
+          return in_block(i % (2 * h) % h + i / (2 * h) * h) ? i : int64_t{-1};
+        };
         gdx.poison();
         cpu::geglu_bwd(a, t, k.rows, k.cols, h, at(dy, off), at(gx, off), at(gdx, off));
         expect_bits(gdx, want_gdx, at_g, "geglu_bwd " + w);
         Buffer gio = clone(gx);  // in place: dx = x
-        cpu::geglu_bwd(a, t, k.rows, k.cols, h, at(dy, off), at(gio, off), at(gio, off));
+        cpu::geglu_bwd(a, t, k.rows, k.cols, h, at(dy, off), at(gio, off),
+                       at(gio, off));
         for (int64_t i = 0; i < 2 * n; ++i)
           ASSERT_EQ(gio.bits(i), at_g(i) >= 0 ? round_bits(t, want_gdx[i]) : gx.bits(i))
               << "geglu_bwd dx=x " << w << " element " << i;

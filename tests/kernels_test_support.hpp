@@ -19,7 +19,8 @@ namespace gelu::testing {
 // A parameter bit beside the target's: run the AVX3 kernels with the
 // AVX512_BF16 instruction turned off (src/cpu/cpu_features.hpp), so the
 // integer bf16 rounding is tested on CPUs that have the instruction too.
-inline constexpr int64_t kWithoutAvx512Bf16 = int64_t{1} << 40;  // no Highway target bit
+inline constexpr int64_t kWithoutAvx512Bf16 = int64_t{1}
+                                              << 40;  // no Highway target bit
 
 inline std::vector<int64_t> kernel_targets() {
   std::vector<int64_t> out;
@@ -53,8 +54,8 @@ inline std::string kernel_target_name(const ::testing::TestParamInfo<int64_t>& i
          ((i.param & kWithoutAvx512Bf16) != 0 ? "_without_AVX512_BF16" : "");
 }
 
-#define GELU_INSTANTIATE_PER_TARGET(suite)                                \
-  INSTANTIATE_TEST_SUITE_P(Targets, suite,                                \
+#define GELU_INSTANTIATE_PER_TARGET(suite)                                         \
+  INSTANTIATE_TEST_SUITE_P(Targets, suite,                                         \
                            ::testing::ValuesIn(::gelu::testing::kernel_targets()), \
                            ::gelu::testing::kernel_target_name)
 

@@ -14,31 +14,49 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 
-const Shape kShapes[] = {{},     {0},       {1},      {7},     {3, 0},
-                         {0, 4}, {1, 1},    {13, 17}, {1, 1031}, {257, 3},
-                         {5, 2, 9}, {1000, 8}, {37, 1}, {3, 4099},
+const Shape kShapes[] = {{},
+                         {0},
+                         {1},
+                         {7},
+                         {3, 0},
+                         {0, 4},
+                         {1, 1},
+                         {13, 17},
+                         {1, 1031},
+                         {257, 3},
+                         {5, 2, 9},
+                         {1000, 8},
+                         {37, 1},
+                         {3, 4099},
                          // the narrow-row paths (under 64 columns, several dbias
                          // spans and a partial one; geglu's halves are these
                          // widths) and rows around the dbias tile; 65537 columns
                          // are in kernels_ops_test and ops_inplace_threads_test
-                         {4133, 1}, {2049, 2}, {1111, 5}, {601, 15}, {333, 17},
-                         {301, 63}, {65, 64}, {65, 65}, {3, 4095}, {3, 4096},
+                         {4133, 1},
+                         {2049, 2},
+                         {1111, 5},
+                         {601, 15},
+                         {333, 17},
+                         {301, 63},
+                         {65, 64},
+                         {65, 65},
+                         {3, 4095},
+                         {3, 4096},
                          {3, 4097}};
 
 // The one extra f32 rounding a fused product adds (geglu's gelu(a) * b and
 // dy * b * gelu'(a)) on top of the plain op's bound.
 constexpr double kProductRoundingUlp = ref::kProductRoundingUlps;
 
-class OpsAccuracy
-    : public ::testing::TestWithParam<std::tuple<Approx, DType, Shape>> {
+class OpsAccuracy : public ::testing::TestWithParam<std::tuple<Approx, DType, Shape>> {
  protected:
   Approx form() const { return std::get<0>(GetParam()); }
   DType dtype() const { return std::get<1>(GetParam()); }
   const Shape& shape() const { return std::get<2>(GetParam()); }
   Options opts() const { return Options{form(), 0}; }
   std::string what(const char* op) const {
-    return std::string(op) + " " + approx_name(form()) + " " +
-           dtype_name(dtype()) + " " + ::testing::PrintToString(shape());
+    return std::string(op) + " " + approx_name(form()) + " " + dtype_name(dtype()) +
+           " " + ::testing::PrintToString(shape());
   }
   int64_t last() const { return shape().empty() ? 1 : shape().back(); }
 };
@@ -48,8 +66,9 @@ TEST_P(OpsAccuracy, Gelu) {
   fill_inputs(x, 1);
   y.poison();
   gelu::gelu(x.cref(), y.ref(), opts());
-  check_all(y, [&](int64_t i) { return expect_fwd(form(), x.get(i)); },
-            bound_ulps(dtype()), what("gelu"));
+  check_all(
+      y, [&](int64_t i) { return expect_fwd(form(), x.get(i)); }, bound_ulps(dtype()),
+      what("gelu"));
 }
 
 TEST_P(OpsAccuracy, GeluBackward) {
@@ -58,8 +77,9 @@ TEST_P(OpsAccuracy, GeluBackward) {
   fill_inputs(x, 3);
   dx.poison();
   gelu::gelu_backward(dy.cref(), x.cref(), dx.ref(), opts());
-  check_all(dx, [&](int64_t i) { return expect_bwd(form(), x.get(i), dy.get(i)); },
-            bound_ulps(dtype()), what("gelu_backward"));
+  check_all(
+      dx, [&](int64_t i) { return expect_bwd(form(), x.get(i), dy.get(i)); },
+      bound_ulps(dtype()), what("gelu_backward"));
 }
 
 TEST_P(OpsAccuracy, AddGelu) {
@@ -70,8 +90,9 @@ TEST_P(OpsAccuracy, AddGelu) {
   gelu::add_gelu(a.cref(), b.cref(), y.ref(), opts());
   // Fused ops are exact for the f32 pre-activation fl(a + b), the value an
   // unfused f32 computation would feed GELU.
-  check_all(y, [&](int64_t i) { return expect_fwd(form(), a.get(i) + b.get(i)); },
-            bound_ulps(dtype()), what("add_gelu"));
+  check_all(
+      y, [&](int64_t i) { return expect_fwd(form(), a.get(i) + b.get(i)); },
+      bound_ulps(dtype()), what("add_gelu"));
 }
 
 TEST_P(OpsAccuracy, AddGeluBackward) {
@@ -82,9 +103,9 @@ TEST_P(OpsAccuracy, AddGeluBackward) {
   fill_inputs(b, 8, 1.0f);
   dx.poison();
   gelu::add_gelu_backward(dy.cref(), a.cref(), b.cref(), dx.ref(), opts());
-  check_all(dx,
-            [&](int64_t i) { return expect_bwd(form(), a.get(i) + b.get(i), dy.get(i)); },
-            bound_ulps(dtype()), what("add_gelu_backward"));
+  check_all(
+      dx, [&](int64_t i) { return expect_bwd(form(), a.get(i) + b.get(i), dy.get(i)); },
+      bound_ulps(dtype()), what("add_gelu_backward"));
 }
 
 TEST_P(OpsAccuracy, BiasGelu) {
@@ -94,9 +115,9 @@ TEST_P(OpsAccuracy, BiasGelu) {
   fill_inputs(bias, 10, 1.0f);
   y.poison();
   gelu::bias_gelu(x.cref(), bias.cref(), y.ref(), opts());
-  check_all(y,
-            [&](int64_t i) { return expect_fwd(form(), x.get(i) + bias.get(i % last())); },
-            bound_ulps(dtype()), what("bias_gelu"));
+  check_all(
+      y, [&](int64_t i) { return expect_fwd(form(), x.get(i) + bias.get(i % last())); },
+      bound_ulps(dtype()), what("bias_gelu"));
 }
 
 // dbias against the double sum of the reference dx, per column:
@@ -104,15 +125,15 @@ TEST_P(OpsAccuracy, BiasGelu) {
 // `floor`: the sum of the f32 dx values' own absolute error where they are
 // subnormal (2 * |dy| * 2^-149 each, see Expect), which the sum inherits.
 void check_dbias(const Buffer& dbias, const std::vector<double>& sum,
-                 const std::vector<double>& abs_sum,
-                 const std::vector<double>& floor, const std::string& what) {
+                 const std::vector<double>& abs_sum, const std::vector<double>& floor,
+                 const std::string& what) {
   for (int64_t j = 0; j < dbias.size(); ++j) {
     ASSERT_NE(dbias.bits(j), poison_bits(dbias.dtype())) << what << " col " << j;
     const double tol = std::ldexp(abs_sum[j], -20) +
                        0.5 * ref::ulp_of(dbias.dtype(), sum[j]) + floor[j];
     EXPECT_LE(std::fabs(dbias.get(j) - sum[j]), tol)
-        << what << ": dbias column " << j << " got " << dbias.get(j)
-        << " expected " << sum[j];
+        << what << ": dbias column " << j << " got " << dbias.get(j) << " expected "
+        << sum[j];
   }
 }
 
@@ -126,8 +147,8 @@ TEST_P(OpsAccuracy, BiasGeluBackward) {
     fill_inputs(bias, 13, 1.0f);
     dx.poison();
     dbias.poison();
-    gelu::bias_gelu_backward(dy.cref(), x.cref(), bias.cref(), dx.ref(),
-                             dbias.ref(), opts());
+    gelu::bias_gelu_backward(dy.cref(), x.cref(), bias.cref(), dx.ref(), dbias.ref(),
+                             opts());
     auto expect = [&](int64_t i) {
       return expect_bwd(form(), x.get(i) + bias.get(i % last()), dy.get(i));
     };
@@ -137,7 +158,8 @@ TEST_P(OpsAccuracy, BiasGeluBackward) {
     for (int64_t i = 0; i < x.size(); ++i) {
       sum[i % last()] += expect(i).value;
       abs_sum[i % last()] += std::fabs(expect(i).value);
-      floor[i % last()] += 2.0 * std::max(1.0, std::fabs(double(dy.get(i)))) * kF32Subnormal;
+      floor[i % last()] += 2.0 * std::max(1.0, std::fabs(double(dy.get(i)))) *
+                           kF32Subnormal;
     }
     check_dbias(dbias, sum, abs_sum, floor, w);
   }
@@ -158,12 +180,13 @@ TEST_P(OpsAccuracy, Geglu) {
   fill_inputs(x, 14);
   y.poison();
   gelu::geglu(x.cref(), y.ref(), opts());
-  check_all(y,
-            [&](int64_t i) {
-              const int64_t r = i / h, j = i % h;
-              return expect_fwd(form(), x.get(r * 2 * h + j), x.get(r * 2 * h + h + j));
-            },
-            bound_ulps(dtype(), kProductRoundingUlp), what("geglu"));
+  check_all(
+      y,
+      [&](int64_t i) {
+        const int64_t r = i / h, j = i % h;
+        return expect_fwd(form(), x.get(r * 2 * h + j), x.get(r * 2 * h + h + j));
+      },
+      bound_ulps(dtype(), kProductRoundingUlp), what("geglu"));
 }
 
 TEST_P(OpsAccuracy, GegluBackward) {
@@ -176,14 +199,15 @@ TEST_P(OpsAccuracy, GegluBackward) {
   fill_inputs(x, 16);
   dx.poison();
   gelu::geglu_backward(dy.cref(), x.cref(), dx.ref(), opts());
-  check_all(dx,
-            [&](int64_t i) {
-              const int64_t r = i / (2 * h), j = i % (2 * h);
-              const double a = x.get(r * 2 * h + j % h), g = x.get(r * 2 * h + h + j % h);
-              const double d = dy.get(r * h + j % h);
-              return j < h ? expect_bwd(form(), a, d * g) : expect_fwd(form(), a, d);
-            },
-            bound_ulps(dtype(), kProductRoundingUlp), what("geglu_backward"));
+  check_all(
+      dx,
+      [&](int64_t i) {
+        const int64_t r = i / (2 * h), j = i % (2 * h);
+        const double a = x.get(r * 2 * h + j % h), g = x.get(r * 2 * h + h + j % h);
+        const double d = dy.get(r * h + j % h);
+        return j < h ? expect_bwd(form(), a, d * g) : expect_fwd(form(), a, d);
+      },
+      bound_ulps(dtype(), kProductRoundingUlp), what("geglu_backward"));
 }
 
 INSTANTIATE_TEST_SUITE_P(

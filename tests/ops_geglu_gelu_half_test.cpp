@@ -39,8 +39,7 @@ class GegluGeluHalf : public ::testing::TestWithParam<Case> {};
 TEST_P(GegluGeluHalf, SecondHalfIsTheFirstOnSwappedHalves) {
   const auto [form, t, rows, h, threads] = GetParam();
   const std::string w = std::string(approx_name(form)) + " " + dtype_name(t) +
-                        " rows " + std::to_string(rows) +
-                        " h " + std::to_string(h);
+                        " rows " + std::to_string(rows) + " h " + std::to_string(h);
   Buffer x(t, {rows, 2 * h}), dy(t, {rows, h});
   fill_inputs(x, 31);
   fill_inputs(dy, 32, 1.0f);
@@ -73,8 +72,8 @@ std::vector<Case> cases() {
   for (Approx a : {Approx::none, Approx::tanh, Approx::quick})
     for (DType t : {DType::f32, DType::bf16, DType::f16}) {
       c.push_back({a, t, 1, 1, 1});
-      c.push_back({a, t, 3, 17, 1});      // below and past a vector
-      c.push_back({a, t, 257, 131, 0});   // several threads and row blocks
+      c.push_back({a, t, 3, 17, 1});     // below and past a vector
+      c.push_back({a, t, 257, 131, 0});  // several threads and row blocks
     }
   return c;
 }

@@ -25,7 +25,12 @@ struct Inputs {
   std::vector<int64_t> shape;
   Buffer a, b, dy, bias, half;  // half: dy of geglu, [.., H]
   Inputs(DType t, const std::vector<int64_t>& s)
-      : shape(s), a(t, s), b(t, s), dy(t, s), bias(t, {s[1]}), half(t, {s[0], s[1] / 2}) {
+      : shape(s),
+        a(t, s),
+        b(t, s),
+        dy(t, s),
+        bias(t, {s[1]}),
+        half(t, {s[0], s[1] / 2}) {
     fill_inputs(a, 21);
     fill_inputs(b, 22, 1.0f);
     fill_inputs(dy, 23, 1.0f);
@@ -67,8 +72,10 @@ TEST_P(InPlaceAndThreads, InPlaceMatchesOutOfPlace) {
   }
   {  // bias_gelu_backward: dx = dy and dbias = bias
     Buffer dx(t, shape), db(t, {shape[1]}), d = in.dy, bias = in.bias;
-    gelu::bias_gelu_backward(in.dy.cref(), in.a.cref(), in.bias.cref(), dx.ref(), db.ref(), o);
-    gelu::bias_gelu_backward(d.cref(), in.a.cref(), bias.cref(), d.ref(), bias.ref(), o);
+    gelu::bias_gelu_backward(in.dy.cref(), in.a.cref(), in.bias.cref(), dx.ref(),
+                             db.ref(), o);
+    gelu::bias_gelu_backward(d.cref(), in.a.cref(), bias.cref(), d.ref(), bias.ref(),
+                             o);
     same(d, dx, "bias_gelu_backward dx");
     same(bias, db, "bias_gelu_backward dbias");
   }
@@ -111,7 +118,8 @@ std::vector<unsigned char> all_outputs(DType t, int threads, const Inputs& in,
   ran(OpId::gelu_backward);
   gelu::bias_gelu(in.a.cref(), in.bias.cref(), yb.ref(), o);
   ran(OpId::bias_gelu);
-  gelu::bias_gelu_backward(in.dy.cref(), in.a.cref(), in.bias.cref(), dxb.ref(), db.ref(), o);
+  gelu::bias_gelu_backward(in.dy.cref(), in.a.cref(), in.bias.cref(), dxb.ref(),
+                           db.ref(), o);
   ran(OpId::bias_gelu_backward);
   gelu::add_gelu(in.a.cref(), in.b.cref(), ya.ref(), o);
   ran(OpId::add_gelu);
@@ -154,7 +162,8 @@ TEST_P(InPlaceAndThreads, BitIdenticalForAnyThreadCount) {
         EXPECT_GT(p.threads, 1) << op.name << ": plan at " << threads << " threads";
       }
       if (p.threads == 1) continue;
-      EXPECT_GT(n, 1) << op.name << ": ran on one thread with " << threads << " requested";
+      EXPECT_GT(n, 1) << op.name << ": ran on one thread with " << threads
+                      << " requested";
     }
   }
 }

@@ -63,8 +63,9 @@ void expect_nan_exactly_where(const Buffer& out, const NanAt& nan_at,
   int64_t wrong = 0, first = -1;
   for (int64_t i = 0; i < out.size(); ++i) {
     const float v = out.get(i);
-    const bool ok = nan_at(i) ? (std::isnan(v) && out.bits(i) != poison_bits(out.dtype()))
-                              : std::isfinite(v);
+    const bool ok = nan_at(i)
+                        ? (std::isnan(v) && out.bits(i) != poison_bits(out.dtype()))
+                        : std::isfinite(v);
     if (!ok && wrong++ == 0) first = i;
   }
   EXPECT_EQ(wrong, 0) << what << ": first wrong element " << first << " (bits 0x"
@@ -106,10 +107,9 @@ TEST_P(NanPatterns, Gelu) {
       dx.poison();
       gelu::gelu(x.cref(), y.ref(), {form, 0});
       gelu::gelu_backward(dy.cref(), x.cref(), dx.ref(), {form, 0});
-      expect_nan_exactly_where(y, nan_in_x ? NanAt(third) : NanAt(never),
-                               "gelu " + w);
-      expect_nan_exactly_where(dx, third, "gelu_backward " + w +
-                                              (nan_in_x ? " (x)" : " (dy)"));
+      expect_nan_exactly_where(y, nan_in_x ? NanAt(third) : NanAt(never), "gelu " + w);
+      expect_nan_exactly_where(dx, third,
+                               "gelu_backward " + w + (nan_in_x ? " (x)" : " (dy)"));
     }
   });
 }
@@ -120,8 +120,8 @@ enum class BiasInput { x, bias, dy };
 TEST_P(NanPatterns, BiasGelu) {
   ForEachCase([](DType t, Approx form, const auto& pats, int64_t rows, int64_t cols,
                  const std::string& w) {
-    Buffer x(t, {rows, cols}), bias(t, {cols}), dy(t, {rows, cols}),
-        y(t, {rows, cols}), dx(t, {rows, cols}), dbias(t, {cols});
+    Buffer x(t, {rows, cols}), bias(t, {cols}), dy(t, {rows, cols}), y(t, {rows, cols}),
+        dx(t, {rows, cols}), dbias(t, {cols});
     for (const BiasInput in : {BiasInput::x, BiasInput::bias, BiasInput::dy}) {
       const std::string wi = w + (in == BiasInput::x      ? " (x)"
                                   : in == BiasInput::bias ? " (bias)"
@@ -199,7 +199,9 @@ TEST_P(NanPatterns, Geglu) {
       fill(x, pats, x_nan);
       fill(dy, pats, in == GegluInput::dy ? NanAt(third) : NanAt(never));
       // y[r, c] = gelu(value) * gate: NaN when either is.
-      const NanAt y_nan = [&](int64_t i) { return in != GegluInput::dy && third(i % h); };
+      const NanAt y_nan = [&](int64_t i) {
+        return in != GegluInput::dy && third(i % h);
+      };
       // dx[r, c < h] = dy gate gelu'(value): NaN for any input;
       // dx[r, h + c] = dy gelu(value): NaN for value and dy, not the gate.
       const NanAt dx_nan = [&](int64_t i) {

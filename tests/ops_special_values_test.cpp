@@ -11,11 +11,10 @@
 namespace gelu::testing {
 namespace {
 
-const float kSpecials[] = {0.0f,     -0.0f,     INFINITY, -INFINITY, NAN,
-                           1e-45f,   -1e-45f,   1e-40f,   -1e-40f,  FLT_MIN,
-                           -FLT_MIN, FLT_MAX,   -FLT_MAX, 1e30f,    -1e30f,
-                           -14.0f,   -20.0f,    -100.0f,  10.0f,    100.0f,
-                           -0.7518f, 1e-7f,     -1e-7f,   65504.0f, -65504.0f};
+const float kSpecials[] = {
+    0.0f,    -0.0f,    INFINITY, -INFINITY, NAN,    1e-45f,   -1e-45f,  1e-40f, -1e-40f,
+    FLT_MIN, -FLT_MIN, FLT_MAX,  -FLT_MAX,  1e30f,  -1e30f,   -14.0f,   -20.0f, -100.0f,
+    10.0f,   100.0f,   -0.7518f, 1e-7f,     -1e-7f, 65504.0f, -65504.0f};
 
 class SpecialValues : public ::testing::TestWithParam<std::tuple<Approx, DType>> {};
 
@@ -35,10 +34,12 @@ TEST_P(SpecialValues, ForwardAndBackwardMatchTheReference) {
   gelu::gelu(x.cref(), y.ref(), {form, 0});
   gelu::gelu_backward(dy.cref(), x.cref(), dx.ref(), {form, 0});
   const std::string w = std::string(approx_name(form)) + " " + dtype_name(t);
-  check_all(y, [&](int64_t i) { return expect_fwd(form, x.get(i)); }, bound_ulps(t),
-            "gelu " + w);
-  check_all(dx, [&](int64_t i) { return expect_bwd(form, x.get(i), 1.0); },
-            bound_ulps(t), "gelu_backward " + w);
+  check_all(
+      y, [&](int64_t i) { return expect_fwd(form, x.get(i)); }, bound_ulps(t),
+      "gelu " + w);
+  check_all(
+      dx, [&](int64_t i) { return expect_bwd(form, x.get(i), 1.0); }, bound_ulps(t),
+      "gelu_backward " + w);
   // The limits the contract names, exactly.
   for (int64_t i = 0; i < n; ++i) {
     const float v = x.get(i);

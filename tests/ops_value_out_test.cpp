@@ -28,8 +28,8 @@ using Shape = std::vector<int64_t>;
 
 // Zero sizes, one element, odd and prime sizes, one and many rows, and past
 // one dbias tile of 4096 columns.
-const Shape kShapes[] = {{0, 4}, {1, 1}, {7}, {13, 17}, {1, 1031},
-                         {257, 3}, {5, 2, 9}, {6, 4101}};
+const Shape kShapes[] = {{0, 4},    {1, 1},   {7},       {13, 17},
+                         {1, 1031}, {257, 3}, {5, 2, 9}, {6, 4101}};
 
 // The one extra f32 rounding of GeGLU's product (as ops_accuracy_test).
 constexpr double kProductRoundingUlp = 0.5;
@@ -46,8 +46,8 @@ Buffer clone(const Buffer& b) {
 void expect_same_bits(const Buffer& got, const Buffer& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size());
   for (int64_t i = 0; i < got.size(); ++i) {
-    ASSERT_NE(got.bits(i), poison_bits(got.dtype())) << what << " element " << i
-                                                     << " left unwritten";
+    ASSERT_NE(got.bits(i), poison_bits(got.dtype()))
+        << what << " element " << i << " left unwritten";
     if (std::isnan(got.get(i)) && std::isnan(want.get(i))) continue;
     ASSERT_EQ(got.bits(i), want.bits(i)) << what << " element " << i;
   }
@@ -72,8 +72,9 @@ TEST_P(ValueOut, GeluBackward) {
         fill_inputs(x, 22);
         for (Buffer* b : {&dx, &y, &dx0, &y0}) b->poison();
         gelu_backward(dy.cref(), x.cref(), dx.ref(), y.ref(), o);
-        check_all(y, [&](int64_t i) { return expect_fwd(a, x.get(i)); }, bound_ulps(t),
-                  w + " y");
+        check_all(
+            y, [&](int64_t i) { return expect_fwd(a, x.get(i)); }, bound_ulps(t),
+            w + " y");
         gelu_backward(dy.cref(), x.cref(), dx0.ref(), o);
         expect_same_bits(dx, dx0, w + " dx against the call without y");
         gelu(x.cref(), y0.ref(), o);
@@ -100,9 +101,11 @@ TEST_P(ValueOut, BiasGeluBackward) {
           fill_inputs(x, 24);
           fill_inputs(bias, 25, 1.0f);
           for (Buffer* b : {&dx, &y, &db, &dx0, &db0, &y0}) b->poison();
-          bias_gelu_backward(dy.cref(), x.cref(), bias.cref(), dx.ref(), db.ref(), y.ref(), o);
-          check_all(y, [&](int64_t i) { return expect_fwd(a, x.get(i) + bias.get(i % c)); },
-                    bound_ulps(t), w + " y");
+          bias_gelu_backward(dy.cref(), x.cref(), bias.cref(), dx.ref(), db.ref(),
+                             y.ref(), o);
+          check_all(
+              y, [&](int64_t i) { return expect_fwd(a, x.get(i) + bias.get(i % c)); },
+              bound_ulps(t), w + " y");
           bias_gelu_backward(dy.cref(), x.cref(), bias.cref(), dx0.ref(), db0.ref(), o);
           expect_same_bits(dx, dx0, w + " dx against the call without y");
           expect_same_bits(db, db0, w + " dbias against the call without y");
@@ -112,7 +115,8 @@ TEST_P(ValueOut, BiasGeluBackward) {
           }
           Buffer io = clone(dy);  // y = dy in place
           y0 = clone(y);
-          bias_gelu_backward(io.cref(), x.cref(), bias.cref(), dx.ref(), db.ref(), io.ref(), o);
+          bias_gelu_backward(io.cref(), x.cref(), bias.cref(), dx.ref(), db.ref(),
+                             io.ref(), o);
           expect_same_bits(io, y0, w + " y = dy in place");
           expect_same_bits(dx, dx0, w + " dx with y = dy");
           if (HasFailure()) return;
@@ -122,39 +126,41 @@ TEST_P(ValueOut, BiasGeluBackward) {
 
 TEST_P(ValueOut, GegluBackward) {
   for (GeluHalf half : {GeluHalf::first, GeluHalf::second})
-  for (Approx a : kForms)
-    for (DType t : kDTypes)
-      for (Shape ys : kShapes) {
-        Shape xs = ys;
-        xs.back() *= 2;
-        const int64_t h = ys.back();
-        // Offsets in a row of the GELU's half and of its multiplier.
-        const int64_t g = half == GeluHalf::second ? h : 0, u = h - g;
-        const std::string w = what("geglu_backward", a, t, xs) + " gelu_half " +
-                              gelu_half_name(half);
-        Options o{a, 0};
-        o.gelu_half = half;
-        Buffer dy(t, ys), x(t, xs), dx(t, xs), y(t, ys), dx0(t, xs), y0(t, ys);
-        fill_inputs(dy, 26, 1.0f);
-        fill_inputs(x, 27);
-        for (Buffer* b : {&dx, &y, &dx0, &y0}) b->poison();
-        geglu_backward(dy.cref(), x.cref(), dx.ref(), y.ref(), o);
-        check_all(y,
-                  [&](int64_t i) {
-                    const int64_t r = i / h, j = i % h;
-                    return expect_fwd(a, x.get(r * 2 * h + g + j), x.get(r * 2 * h + u + j));
-                  },
-                  bound_ulps(t, kProductRoundingUlp), w + " y");
-        geglu_backward(dy.cref(), x.cref(), dx0.ref(), o);
-        expect_same_bits(dx, dx0, w + " dx against the call without y");
-        geglu(x.cref(), y0.ref(), o);
-        expect_same_bits(y, y0, w + " y against geglu");
-        Buffer io = clone(dy);  // y = dy in place
-        geglu_backward(io.cref(), x.cref(), dx.ref(), io.ref(), o);
-        expect_same_bits(io, y0, w + " y = dy in place");
-        expect_same_bits(dx, dx0, w + " dx with y = dy");
-        if (HasFailure()) return;
-      }
+    for (Approx a : kForms)
+      for (DType t : kDTypes)
+        for (Shape ys : kShapes) {
+          Shape xs = ys;
+          xs.back() *= 2;
+          const int64_t h = ys.back();
+          // Offsets in a row of the GELU's half and of its multiplier.
+          const int64_t g = half == GeluHalf::second ? h : 0, u = h - g;
+          const std::string w = what("geglu_backward", a, t, xs) + " gelu_half " +
+                                gelu_half_name(half);
+          Options o{a, 0};
+          o.gelu_half = half;
+          Buffer dy(t, ys), x(t, xs), dx(t, xs), y(t, ys), dx0(t, xs), y0(t, ys);
+          fill_inputs(dy, 26, 1.0f);
+          fill_inputs(x, 27);
+          for (Buffer* b : {&dx, &y, &dx0, &y0}) b->poison();
+          geglu_backward(dy.cref(), x.cref(), dx.ref(), y.ref(), o);
+          check_all(
+              y,
+              [&](int64_t i) {
+                const int64_t r = i / h, j = i % h;
+                return expect_fwd(a, x.get(r * 2 * h + g + j),
+                                  x.get(r * 2 * h + u + j));
+              },
+              bound_ulps(t, kProductRoundingUlp), w + " y");
+          geglu_backward(dy.cref(), x.cref(), dx0.ref(), o);
+          expect_same_bits(dx, dx0, w + " dx against the call without y");
+          geglu(x.cref(), y0.ref(), o);
+          expect_same_bits(y, y0, w + " y against geglu");
+          Buffer io = clone(dy);  // y = dy in place
+          geglu_backward(io.cref(), x.cref(), dx.ref(), io.ref(), o);
+          expect_same_bits(io, y0, w + " y = dy in place");
+          expect_same_bits(dx, dx0, w + " dx with y = dy");
+          if (HasFailure()) return;
+        }
 }
 
 // Every last dimension from 1 to 70 (below, at and past the narrow-row
@@ -192,7 +198,8 @@ TEST_P(ValueOut, EveryRowWidth) {
         fill_inputs(x, 44);
         fill_inputs(bias, 45, 1.0f);
         for (Buffer* b : {&dx, &y, &db, &dx0, &db0, &y0}) b->poison();
-        bias_gelu_backward(dy.cref(), x.cref(), bias.cref(), dx.ref(), db.ref(), y.ref(), o);
+        bias_gelu_backward(dy.cref(), x.cref(), bias.cref(), dx.ref(), db.ref(),
+                           y.ref(), o);
         bias_gelu_backward(dy.cref(), x.cref(), bias.cref(), dx0.ref(), db0.ref(), o);
         bias_gelu(x.cref(), bias.cref(), y0.ref(), o);
         expect_same_bits(y, y0, "bias_gelu_backward " + w + " y against bias_gelu");
@@ -284,7 +291,9 @@ TEST(ValueOutValidation, ShapeDTypeNullAndOverlap) {
   expect_error([&] { gelu_backward(dy.cref(), x.cref(), dx.ref(), yb.ref()); },
                "gelu_backward: y has dtype bf16, expected f32", {&dx, &yb});
   expect_error(
-      [&] { gelu_backward(dy.cref(), x.cref(), dx.ref(), TensorRef{nullptr, F, {3, 4}}); },
+      [&] {
+        gelu_backward(dy.cref(), x.cref(), dx.ref(), TensorRef{nullptr, F, {3, 4}});
+      },
       "gelu_backward: y is null, expected data for 12 elements", {&dx});
   expect_error([&] { gelu_backward(dy.cref(), x.cref(), dx.ref(), dx.ref()); },
                "gelu_backward: dx overlaps y", {&dx});

@@ -21,10 +21,10 @@ const Machine kOne{32 << 10, 512 << 10, 0, 1};
 struct Shape {
   int64_t rows, cols;
 };
-const Shape kShapes[] = {{1, 0},       {0, 7},        {1, 1},        {1, 4096},
-                         {1, 65537},   {1, 1 << 25},  {3, 1},        {1000, 8},
-                         {37, 1},      {4099, 3},     {7, 65536},    {1000, 65536},
-                         {8192, 4096}, {1 << 22, 8},  {5, 12345},    {131, 4097}};
+const Shape kShapes[] = {{1, 0},       {0, 7},       {1, 1},     {1, 4096},
+                         {1, 65537},   {1, 1 << 25}, {3, 1},     {1000, 8},
+                         {37, 1},      {4099, 3},    {7, 65536}, {1000, 65536},
+                         {8192, 4096}, {1 << 22, 8}, {5, 12345}, {131, 4097}};
 
 // Walks the plan's tasks (Plan::task, as the op layer does) and checks that
 // they cover [0, rows) x [0, cols) exactly once, each block inside the
@@ -68,9 +68,9 @@ void expect_exact_tiling(const Plan& p, int64_t rows, int64_t cols) {
 // dbias partial sums per row block stays within their cap.
 TEST(Plan, EveryOpOfTheTablePlansAndTiles) {
   const std::vector<std::vector<int64_t>> shapes = {
-      {0},    {2},       {4096},        {7, 10},      {1000, 8},     {37, 2},
-      {4099, 6},  {7, 65536},   {8192, 4096}, {5, 12346},    {131, 4098},
-      {3, 5, 64}, {1 << 20, 2}, {1, 1 << 24}, {64, 0},       {0, 64}};
+      {0},          {2},          {4096},       {7, 10},    {1000, 8},   {37, 2},
+      {4099, 6},    {7, 65536},   {8192, 4096}, {5, 12346}, {131, 4098}, {3, 5, 64},
+      {1 << 20, 2}, {1, 1 << 24}, {64, 0},      {0, 64}};
   for (const OpDecl& op : all_ops())
     for (const Machine& m : {kDev, kBig, kOne})
       for (const std::vector<int64_t>& shape : shapes)
@@ -92,9 +92,11 @@ TEST(Plan, EveryOpOfTheTablePlansAndTiles) {
             if (HasFatalFailure()) return;
             EXPECT_GE(p.threads, 1);
             EXPECT_LE(p.threads, threads > 0 ? threads : m.cores);
-            EXPECT_LE(p.threads, std::max<int64_t>(1, rows * cols / kMinElementsPerThread));
-            const int64_t cap =
-                op.kind == OpKind::rows_reduce ? dbias_max_row_tasks(rows) : kMaxRowTasks;
+            EXPECT_LE(p.threads,
+                      std::max<int64_t>(1, rows * cols / kMinElementsPerThread));
+            const int64_t cap = op.kind == OpKind::rows_reduce
+                                    ? dbias_max_row_tasks(rows)
+                                    : kMaxRowTasks;
             EXPECT_LE(p.row_tasks, cap);
             // The same plan as the tiling arithmetic over the op's streams.
             const Plan q = make_plan(rows, cols, t, op.streams(), m, threads, cap);
@@ -126,7 +128,8 @@ TEST(Plan, TasksTileEveryShapeExactly) {
         for (int streams : {2, 3, 5}) {
           SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " streams "
                                             << streams << " cores " << m.cores);
-          expect_exact_tiling(make_plan(s.rows, s.cols, t, streams, m, 0), s.rows, s.cols);
+          expect_exact_tiling(make_plan(s.rows, s.cols, t, streams, m, 0), s.rows,
+                              s.cols);
         }
 }
 
@@ -145,20 +148,23 @@ TEST(Plan, BlocksDoNotDependOnThreads) {
 TEST(Plan, SmallCallsStayOnTheCaller) {
   for (const Machine& m : {kDev, kBig}) {
     EXPECT_EQ(make_plan(1, 4096, DType::f32, 2, m, 0).threads, 1);
-    EXPECT_EQ(make_plan(1, kMinElementsPerThread * 2 - 1, DType::f32, 2, m, 0).threads, 1);
+    EXPECT_EQ(make_plan(1, kMinElementsPerThread * 2 - 1, DType::f32, 2, m, 0).threads,
+              1);
     EXPECT_EQ(make_plan(64, 64, DType::bf16, 3, m, 8).threads, 1);
   }
   EXPECT_EQ(make_plan(1, 1 << 24, DType::f32, 2, kDev, 0).threads, 2);
 }
 
 TEST(Plan, OneCoreRunsOneThread) {
-  for (const Shape& s : kShapes) EXPECT_EQ(make_plan(s.rows, s.cols, DType::f32, 2, kOne, 0).threads, 1);
+  for (const Shape& s : kShapes)
+    EXPECT_EQ(make_plan(s.rows, s.cols, DType::f32, 2, kOne, 0).threads, 1);
 }
 
 TEST(Plan, RequestedThreadsAreRespected) {
   EXPECT_EQ(make_plan(1, 1 << 25, DType::f32, 2, kBig, 1).threads, 1);
   EXPECT_EQ(make_plan(1, 1 << 25, DType::f32, 2, kBig, 5).threads, 5);
-  EXPECT_EQ(make_plan(1, 1 << 25, DType::f32, 2, kDev, 4).threads, 4);  // above cores: as asked
+  EXPECT_EQ(make_plan(1, 1 << 25, DType::f32, 2, kDev, 4).threads,
+            4);  // above cores: as asked
   EXPECT_EQ(make_plan(1, 1 << 25, DType::f32, 2, kBig, 0).threads, 64);
 }
 
@@ -189,11 +195,14 @@ TEST(Plan, DbiasRowBlocksHoldAtLeastMinRowsWherePossible) {
     const Plan d = make_plan(s.rows, s.cols, DType::f32, 3, kDev, 0,
                              dbias_max_row_tasks(s.rows));
     EXPECT_LE(d.row_tasks, kMaxDbiasRowTasks) << s.rows << "x" << s.cols;
-    EXPECT_GE(d.row_block, std::min(s.rows, kMinDbiasRowBlock)) << s.rows << "x" << s.cols;
+    EXPECT_GE(d.row_block, std::min(s.rows, kMinDbiasRowBlock))
+        << s.rows << "x" << s.cols;
     expect_exact_tiling(d, s.rows, s.cols);
   }
   // 64 rows of 64K f32 columns: 4 blocks of 16 rows, not 16 of 4.
-  EXPECT_EQ(make_plan(64, 65536, DType::f32, 3, kDev, 0, dbias_max_row_tasks(64)).row_tasks, 4);
+  EXPECT_EQ(
+      make_plan(64, 65536, DType::f32, 3, kDev, 0, dbias_max_row_tasks(64)).row_tasks,
+      4);
   EXPECT_EQ(dbias_max_row_tasks(0), 1);
   EXPECT_EQ(dbias_max_row_tasks(15), 1);
   EXPECT_EQ(dbias_max_row_tasks(int64_t{1} << 40), kMaxDbiasRowTasks);

@@ -95,14 +95,13 @@ TEST_P(RefVsMpfr, WithinOneHundredthOfAnF32Ulp) {
     mpfr_add(g.v, s.v, t2.v, MPFR_RNDN);
     const double scale = std::fabs(s.d()) + std::fabs(t2.d());
     const double ef = ref::ulp_error(DType::f32, ref::gelu_fwd(form, x), y.d());
-    const double eb =
-        ref::scaled_ulp_error(DType::f32, ref::gelu_bwd(form, x), g.d(), scale);
+    const double eb = ref::scaled_ulp_error(DType::f32, ref::gelu_bwd(form, x), g.d(),
+                                            scale);
     if (ef > worst_fwd) worst_fwd = ef, at_fwd = x;
     if (eb > worst_bwd) worst_bwd = eb, at_bwd = x;
   };
   for (int i = 0; i <= 24000; ++i) check(-14.0 + i * 1e-3);  // [-14, 10]
-  for (double x : {-20.0, -15.5, -1e-3, -1e-20, 1e-30, 0.0, 30.0, 1e4})
-    check(x);
+  for (double x : {-20.0, -15.5, -1e-3, -1e-20, 1e-30, 0.0, 30.0, 1e4}) check(x);
   EXPECT_LE(worst_fwd, 0.01) << "forward at x = " << at_fwd;
   EXPECT_LE(worst_bwd, 0.01) << "backward at x = " << at_bwd;
   std::printf("ref vs MPFR, %s: forward %.2e ulp (x=%g), backward %.2e (x=%g)\n",
@@ -111,7 +110,9 @@ TEST_P(RefVsMpfr, WithinOneHundredthOfAnF32Ulp) {
 
 INSTANTIATE_TEST_SUITE_P(Forms, RefVsMpfr,
                          ::testing::Values(Approx::none, Approx::tanh, Approx::quick),
-                         [](const auto& i) { return std::string(approx_name(i.param)); });
+                         [](const auto& i) {
+                           return std::string(approx_name(i.param));
+                         });
 
 TEST(RefLimits, SpecialValues) {
   for (Approx f : {Approx::none, Approx::tanh, Approx::quick}) {

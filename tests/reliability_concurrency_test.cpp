@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "ref/elements.hpp"
 #include "gelu/gelu.hpp"
+#include "ref/elements.hpp"
 
 namespace {
 
@@ -25,8 +25,18 @@ using gelu::DType;
 // plan (64 Ki elements per thread), so num_threads = 2 really splits it.
 constexpr int64_t kRows = 256, kCols = 520, kN = kRows * kCols;
 
-enum Op { kGelu, kGeluBwd, kBias, kBiasBwd, kAdd, kAddBwd, kGeglu, kGegluBwd,
-          kGeluInPlace, kNumOps };
+enum Op {
+  kGelu,
+  kGeluBwd,
+  kBias,
+  kBiasBwd,
+  kAdd,
+  kAddBwd,
+  kGeglu,
+  kGegluBwd,
+  kGeluInPlace,
+  kNumOps
+};
 
 struct Config {
   DType dtype;
@@ -72,8 +82,7 @@ Outputs run(const Inputs& in, const Config& c, Op op, int threads) {
   const DType t = c.dtype;
   const size_t es = gelu::dtype_size(t);
   const gelu::Options o{c.form, threads};
-  const std::vector<int64_t> full{kRows, kCols}, half{kRows, kCols / 2},
-      row{kCols};
+  const std::vector<int64_t> full{kRows, kCols}, half{kRows, kCols / 2}, row{kCols};
   Outputs out;
   out.y.assign(kN * es, 0xA5);
   auto cx = [&](const Bytes& b, const std::vector<int64_t>& s) {
@@ -86,8 +95,7 @@ Outputs run(const Inputs& in, const Config& c, Op op, int threads) {
     case kBias: gelu::bias_gelu(cx(in.x, full), cx(in.bias, row), y, o); break;
     case kBiasBwd: {
       out.dbias.assign(kCols * gelu::dtype_size(c.dbias), 0xA5);
-      gelu::bias_gelu_backward(cx(in.dy, full), cx(in.x, full),
-                               cx(in.bias, row), y,
+      gelu::bias_gelu_backward(cx(in.dy, full), cx(in.x, full), cx(in.bias, row), y,
                                {out.dbias.data(), c.dbias, row}, o);
       break;
     }
@@ -99,9 +107,7 @@ Outputs run(const Inputs& in, const Config& c, Op op, int threads) {
       out.y.resize(kN / 2 * es);
       gelu::geglu(cx(in.x, full), {out.y.data(), t, half}, o);
       break;
-    case kGegluBwd:
-      gelu::geglu_backward(cx(in.dy, half), cx(in.x, full), y, o);
-      break;
+    case kGegluBwd: gelu::geglu_backward(cx(in.dy, half), cx(in.x, full), y, o); break;
     case kGeluInPlace:
       out.y = in.x;
       gelu::gelu(gelu::ConstTensorRef{out.y.data(), t, full},
@@ -145,9 +151,8 @@ TEST(ReliabilityConcurrency, ManyCallersBitIdenticalToSerial) {
         const Outputs& want = serial[ci][op];
         if (got.y != want.y || got.dbias != want.dbias) {
           if (mismatches++ == 0 || first[k].empty())
-            first[k] = "config " + std::to_string(ci) + " op " +
-                       std::to_string(op) + " threads " +
-                       std::to_string(threads);
+            first[k] = "config " + std::to_string(ci) + " op " + std::to_string(op) +
+                       " threads " + std::to_string(threads);
         }
       }
     });
@@ -156,8 +161,7 @@ TEST(ReliabilityConcurrency, ManyCallersBitIdenticalToSerial) {
   std::string where;
   for (const auto& s : first)
     if (!s.empty()) where += s + "; ";
-  EXPECT_EQ(mismatches.load(), 0) << "results differ from the serial run: "
-                                  << where;
+  EXPECT_EQ(mismatches.load(), 0) << "results differ from the serial run: " << where;
 }
 
 // The outputs really depend on the inputs (a test that cannot fail is no

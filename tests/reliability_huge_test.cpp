@@ -52,8 +52,8 @@ const Machine kMachines[] = {
 void check_plan(const Plan& p, int want_threads, const Machine& m,
                 int64_t max_row_tasks) {
   const int64_t rows = p.rows, cols = p.cols;
-  SCOPED_TRACE(::testing::Message() << "rows " << rows << " cols " << cols
-                                    << " " << gelu::core::describe_plan(p));
+  SCOPED_TRACE(::testing::Message() << "rows " << rows << " cols " << cols << " "
+                                    << gelu::core::describe_plan(p));
   ASSERT_GE(p.threads, 1);
   ASSERT_LE(p.threads, want_threads > 0 ? want_threads : m.cores);
   ASSERT_GE(p.row_block, 1);
@@ -82,19 +82,24 @@ void check_plan(const Plan& p, int want_threads, const Machine& m,
     for (int64_t t = 0; t < p.tasks(); ++t) task(t, elems);
     EXPECT_EQ(elems, i128(rows) * cols) << "tasks do not tile the tensor";
   } else {
-    for (int64_t t : {int64_t(0), int64_t(1), p.tasks() / 3, p.tasks() - 2,
-                      p.tasks() - 1})
+    for (int64_t t :
+         {int64_t(0), int64_t(1), p.tasks() / 3, p.tasks() - 2, p.tasks() - 1})
       task(t, elems);
   }
 }
 
 TEST(ReliabilityHuge, PlanTilesCountsAbove2To32) {
   const std::pair<int64_t, int64_t> shapes[] = {
-      {1, kTwo32 + 1},           {1, int64_t(1) << 33},
-      {1, (int64_t(1) << 61) - 1}, {kTwo32 + 3, 1},
-      {3, kTwo31 + 7},           {kTwo31 + 1, 3},
-      {int64_t(1) << 20, int64_t(1) << 13}, {8193, 524289},
-      {(int64_t(1) << 40) + 1, 2048}, {7, (int64_t(1) << 58) + 5},
+      {1, kTwo32 + 1},
+      {1, int64_t(1) << 33},
+      {1, (int64_t(1) << 61) - 1},
+      {kTwo32 + 3, 1},
+      {3, kTwo31 + 7},
+      {kTwo31 + 1, 3},
+      {int64_t(1) << 20, int64_t(1) << 13},
+      {8193, 524289},
+      {(int64_t(1) << 40) + 1, 2048},
+      {7, (int64_t(1) << 58) + 5},
   };
   for (const gelu::core::OpDecl& op : gelu::core::all_ops())
     for (const Machine& m : kMachines)
@@ -105,14 +110,16 @@ TEST(ReliabilityHuge, PlanTilesCountsAbove2To32) {
             // Gated ops: the primary's last dimension is [value | gate].
             const std::vector<int64_t> shape{
                 rows, op.kind == gelu::core::OpKind::gated ? 2 * cols : cols};
-            const Plan p = gelu::core::plan_op(op.id, shape, t, {gelu::Approx::none, threads}, m);
+            const Plan p = gelu::core::plan_op(op.id, shape, t,
+                                               {gelu::Approx::none, threads}, m);
             const int64_t cap = op.kind == gelu::core::OpKind::rows_reduce
                                     ? gelu::core::kMaxDbiasRowTasks
                                     : gelu::core::kMaxRowTasks;
             check_plan(p, threads, m, cap);
             if (HasFatalFailure()) return;
             // dbias sums over row blocks: they must not depend on threads.
-            const Plan one = gelu::core::plan_op(op.id, shape, t, {gelu::Approx::none, 1}, m);
+            const Plan one = gelu::core::plan_op(op.id, shape, t,
+                                                 {gelu::Approx::none, 1}, m);
             EXPECT_EQ(p.row_block, one.row_block);
             EXPECT_EQ(p.col_block, one.col_block);
           }
@@ -127,8 +134,8 @@ TEST(ReliabilityHuge, ValidationAcceptsConsistentHugeShapes) {
   using gelu::core::validate;
   // Addresses only: validate() never dereferences them.
   const auto* a = reinterpret_cast<const unsigned char*>(uintptr_t(1) << 44);
-  const std::vector<int64_t> big{int64_t(1) << 33}, rows_cols{kTwo31 + 1, 4},
-      last{4}, half{kTwo31 + 1, 2};
+  const std::vector<int64_t> big{int64_t(1) << 33}, rows_cols{kTwo31 + 1, 4}, last{4},
+      half{kTwo31 + 1, 2};
   const int64_t bytes = (int64_t(1) << 33) * 4;
   const gelu::core::TensorArg gelu_ok[] = {targ(a, DType::f32, big),
                                            targ(a + bytes, DType::f32, big)};
@@ -137,8 +144,8 @@ TEST(ReliabilityHuge, ValidationAcceptsConsistentHugeShapes) {
                                                 targ(a, DType::f32, big)};
   EXPECT_NO_THROW(validate(OpId::gelu, gelu_inplace, {}));
   // One element of overlap at the far end of a 32 GiB tensor.
-  const gelu::core::TensorArg gelu_overlap[] = {
-      targ(a, DType::f32, big), targ(a + bytes - 4, DType::f32, big)};
+  const gelu::core::TensorArg gelu_overlap[] = {targ(a, DType::f32, big),
+                                                targ(a + bytes - 4, DType::f32, big)};
   EXPECT_THROW(validate(OpId::gelu, gelu_overlap, {}), gelu::Error);
 
   const int64_t xb = (kTwo31 + 1) * 4 * 2;  // bf16 [2^31 + 1, 4]
@@ -147,8 +154,8 @@ TEST(ReliabilityHuge, ValidationAcceptsConsistentHugeShapes) {
       targ(a + 2 * xb, DType::bf16, last), targ(a + 3 * xb, DType::bf16, rows_cols),
       targ(a + 4 * xb, DType::f32, last)};
   EXPECT_NO_THROW(validate(OpId::bias_gelu_backward, bias_bwd, {}));
-  const gelu::core::TensorArg geglu_ok[] = {
-      targ(a, DType::f16, rows_cols), targ(a + xb, DType::f16, half)};
+  const gelu::core::TensorArg geglu_ok[] = {targ(a, DType::f16, rows_cols),
+                                            targ(a + xb, DType::f16, half)};
   EXPECT_NO_THROW(validate(OpId::geglu, geglu_ok, {}));
 }
 
@@ -187,8 +194,7 @@ TEST(ReliabilityHuge, EmptyButHugeShapesTouchNothing) {
   void* p = na.base;
   const std::vector<int64_t> empty{0, int64_t(1) << 62}, empty2{int64_t(1) << 40, 0};
   EXPECT_NO_THROW(gelu::gelu({p, DType::f32, empty}, {p, DType::f32, empty}));
-  EXPECT_NO_THROW(gelu::gelu({nullptr, DType::bf16, empty2},
-                             {p, DType::bf16, empty2}));
+  EXPECT_NO_THROW(gelu::gelu({nullptr, DType::bf16, empty2}, {p, DType::bf16, empty2}));
   EXPECT_NO_THROW(gelu::geglu({p, DType::f32, {int64_t(1) << 40, 0}},
                               {p, DType::f32, {int64_t(1) << 40, 0}}));
   // No rows but 2^20 columns: dbias is all zeros (and the only write).

@@ -14,9 +14,9 @@
 #include <tuple>
 #include <vector>
 
-#include "ref/convert.hpp"
 #include "gelu/gelu.hpp"
 #include "ref/contract.hpp"
+#include "ref/convert.hpp"
 #include "ref/elements.hpp"
 #include "ref/gelu_ref.hpp"
 #include "ref/ulp.hpp"
@@ -39,7 +39,9 @@ inline uint32_t poison_bits(DType t) {
 class Buffer {
  public:
   Buffer(DType t, std::vector<int64_t> shape)
-      : t_(t), shape_(std::move(shape)), n_(numel(shape_)),
+      : t_(t),
+        shape_(std::move(shape)),
+        n_(numel(shape_)),
         bytes_(static_cast<size_t>(n_) * dtype_size(t) + 64) {}
 
   DType dtype() const { return t_; }
@@ -113,8 +115,7 @@ inline Expect expect_fwd(Approx a, double x, double factor = 1.0) {
 }
 inline Expect expect_bwd(Approx a, double x, double dy) {
   const ref::GradTerms g = ref::gelu_bwd_terms(a, x);
-  return {dy * (g.t1 + g.t2),
-          std::fabs(dy) * (std::fabs(g.t1) + std::fabs(g.t2)), dy};
+  return {dy * (g.t1 + g.t2), std::fabs(dy) * (std::fabs(g.t1) + std::fabs(g.t2)), dy};
 }
 
 // The accuracy contract's bounds (src/ref/contract.hpp).
@@ -128,7 +129,7 @@ inline double error_ulps(DType t, double got, const Expect& e) {
 // the worst error in ULPs.
 template <class ExpectFn>
 double check_all(const Buffer& out, ExpectFn expect, double bound,
-               const std::string& what) {
+                 const std::string& what) {
   double worst = 0.0;
   int64_t worst_i = -1, unwritten = 0;
   for (int64_t i = 0; i < out.size(); ++i) {
@@ -146,8 +147,8 @@ double check_all(const Buffer& out, ExpectFn expect, double bound,
   EXPECT_TRUE(out.guard_intact()) << what << ": wrote past the end";
   if (worst_i >= 0) {
     EXPECT_LE(worst, bound) << what << ": worst " << worst << " ulp at element "
-                            << worst_i << ", got " << out.get(worst_i)
-                            << ", expected " << expect(worst_i).value;
+                            << worst_i << ", got " << out.get(worst_i) << ", expected "
+                            << expect(worst_i).value;
   }
   return worst;
 }

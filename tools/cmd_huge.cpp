@@ -53,7 +53,8 @@ int run_huge(const std::vector<std::string>& args) {
     if (args[i] == "--n") n = std::stoll(arg_value(args, i));
     else if (args[i] == "--samples") samples = std::stoll(arg_value(args, i));
     else if (args[i] == "--op") op = arg_value(args, i);
-    else if (args[i] == "--form") o.approximate = gelu::parse_approx(arg_value(args, i));
+    else if (args[i] == "--form")
+      o.approximate = gelu::parse_approx(arg_value(args, i));
     else if (args[i] == "--threads") o.num_threads = std::stoi(arg_value(args, i));
     else if (args[i] == "--in-place") in_place = true;
     else throw gelu::Error("unknown option '" + args[i] + "'");
@@ -83,13 +84,12 @@ int run_huge(const std::vector<std::string>& args) {
   if (backward)
     gelu::gelu_backward({dy.get(), bf16, shape}, {x.get(), bf16, shape},
                         {out, bf16, shape}, o);
-  else
-    gelu::gelu({x.get(), bf16, shape}, {out, bf16, shape}, o);
+  else gelu::gelu({x.get(), bf16, shape}, {out, bf16, shape}, o);
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const int streams =
-      gelu::core::op_decl(backward ? gelu::core::OpId::gelu_backward : gelu::core::OpId::gelu)
-          .streams();
+  const int streams = gelu::core::op_decl(backward ? gelu::core::OpId::gelu_backward
+                                                   : gelu::core::OpId::gelu)
+                          .streams();
   std::printf("huge: call took %.3f s, %.1f GB/s (%d streams)\n", secs,
               double(n) * 2 * streams / secs * 1e-9, streams);
 
@@ -102,7 +102,8 @@ int run_huge(const std::vector<std::string>& args) {
   window(n - 4096);
   window((int64_t(1) << 31) - 2048);
   window((int64_t(1) << 32) - 2048);
-  for (int64_t k = 0; k < samples; ++k) idx.push_back(int64_t(mix(k + 7) % uint64_t(n)));
+  for (int64_t k = 0; k < samples; ++k)
+    idx.push_back(int64_t(mix(k + 7) % uint64_t(n)));
 
   int64_t bad = 0;
   double worst = 0;
@@ -134,5 +135,6 @@ int run_huge(const std::vector<std::string>& args) {
 
 }  // namespace
 
-GELU_COMMAND("huge", "one bf16 call on > 2^31 elements, samples vs the reference (needs 8 GiB)",
+GELU_COMMAND("huge",
+             "one bf16 call on > 2^31 elements, samples vs the reference (needs 8 GiB)",
              run_huge);

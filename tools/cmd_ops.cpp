@@ -11,4 +11,5 @@ int run_ops(const std::vector<std::string>&) {
 }
 }  // namespace
 
-GELU_COMMAND("ops", "print every op's declaration (tensors, shapes, backward)", run_ops);
+GELU_COMMAND("ops", "print every op's declaration (tensors, shapes, backward)",
+             run_ops);

@@ -19,7 +19,8 @@ std::vector<int64_t> parse_shape(const std::string& s) {
   size_t pos = 0;
   while (pos <= s.size()) {
     const size_t x = s.find('x', pos);
-    const std::string part = s.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+    const std::string part = s.substr(
+        pos, x == std::string::npos ? std::string::npos : x - pos);
     size_t used = 0;
     long long v = std::stoll(part, &used);
     if (used != part.size() || v < 0) throw gelu::Error("bad shape '" + s + "'");
@@ -52,7 +53,8 @@ int run_plan(const std::vector<std::string>& args) {
     else if (a == "-h" || a == "--help") {
       std::printf(
           "usage: gelu-fusion plan [--op NAME] [--dtype f32|bf16|f16] [--threads N]\n"
-          "                        [--cores N] [--l1 KiB] [--l2 KiB] [--l3 KiB] SHAPE...\n"
+          "                        [--cores N] [--l1 KiB] [--l2 KiB] [--l3 KiB] "
+          "SHAPE...\n"
           "SHAPE is dims joined by 'x' (e.g. 33554432 or 8192x4096); for geglu the\n"
           "last dimension is 2H. Prints the tasks and threads the op layer uses.\n");
       return 0;
@@ -66,13 +68,16 @@ int run_plan(const std::vector<std::string>& args) {
               gelu::dtype_name(dtype), threads);
   for (const auto& s : shapes) {
     const std::vector<int64_t> dims = parse_shape(s);
-    const auto p = gelu::core::plan_op(info->id, dims, dtype, {gelu::Approx::none, threads}, m);
-    std::printf("%-16s rows=%lld cols=%lld  %s\n", s.c_str(), static_cast<long long>(p.rows),
-                static_cast<long long>(p.cols), gelu::core::describe_plan(p).c_str());
+    const auto p = gelu::core::plan_op(info->id, dims, dtype,
+                                       {gelu::Approx::none, threads}, m);
+    std::printf("%-16s rows=%lld cols=%lld  %s\n", s.c_str(),
+                static_cast<long long>(p.rows), static_cast<long long>(p.cols),
+                gelu::core::describe_plan(p).c_str());
   }
   return 0;
 }
 
 }  // namespace
 
-GELU_COMMAND("plan", "print the tiling plan (threads, blocks) for given shapes", run_plan);
+GELU_COMMAND("plan", "print the tiling plan (threads, blocks) for given shapes",
+             run_plan);

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "command.hpp"
-#include "ref/convert.hpp"
 #include "cpu/kernels.hpp"
 #include "gelu/gelu.hpp"
+#include "ref/convert.hpp"
 #include "ref/gelu_ref.hpp"
 #include "ref/ulp.hpp"
 
@@ -31,12 +31,12 @@ struct Region {
   double lo, hi;  // [lo, hi)
 };
 const Region kRegions[] = {
-    {"-inf", -INFINITY, -3.4e38},   {"(-inf, -10]", -3.4e38, -10.0},
-    {"(-10, -4]", -10.0, -4.0},     {"(-4, -1]", -4.0, -1.0},
+    {"-inf", -INFINITY, -3.4e38},     {"(-inf, -10]", -3.4e38, -10.0},
+    {"(-10, -4]", -10.0, -4.0},       {"(-4, -1]", -4.0, -1.0},
     {"(-1, -2^-20]", -1.0, -0x1p-20}, {"|x| < 2^-20", -0x1p-20, 0x1p-20},
-    {"[2^-20, 1)", 0x1p-20, 1.0},   {"[1, 4)", 1.0, 4.0},
-    {"[4, 10)", 4.0, 10.0},         {"[10, inf)", 10.0, 3.5e38},
-    {"+inf", 3.5e38, INFINITY},     {"NaN", NAN, NAN}};
+    {"[2^-20, 1)", 0x1p-20, 1.0},     {"[1, 4)", 1.0, 4.0},
+    {"[4, 10)", 4.0, 10.0},           {"[10, inf)", 10.0, 3.5e38},
+    {"+inf", 3.5e38, INFINITY},       {"NaN", NAN, NAN}};
 constexpr int kNumRegions = sizeof(kRegions) / sizeof(kRegions[0]);
 
 int region_of(float x) {
@@ -61,8 +61,14 @@ struct Worst {
   float fwd_x = 0, bwd_x = 0;
   void merge(const Worst& o) {
     count += o.count;
-    if (!(o.fwd <= fwd)) { fwd = o.fwd; fwd_x = o.fwd_x; }
-    if (!(o.bwd <= bwd)) { bwd = o.bwd; bwd_x = o.bwd_x; }
+    if (!(o.fwd <= fwd)) {
+      fwd = o.fwd;
+      fwd_x = o.fwd_x;
+    }
+    if (!(o.bwd <= bwd)) {
+      bwd = o.bwd;
+      bwd_x = o.bwd_x;
+    }
   }
 };
 
@@ -92,12 +98,19 @@ void sweep_form(Approx form, uint64_t step) {
       for (int64_t i = 0; i < n; ++i) {
         Worst& w = mine[region_of(x[i])];
         ++w.count;
-        const double ef = gelu::ref::ulp_error(DType::f32, y[i], gelu::ref::gelu_fwd(form, x[i]));
-        if (!(ef <= w.fwd)) { w.fwd = ef; w.fwd_x = x[i]; }
+        const double ef = gelu::ref::ulp_error(DType::f32, y[i],
+                                               gelu::ref::gelu_fwd(form, x[i]));
+        if (!(ef <= w.fwd)) {
+          w.fwd = ef;
+          w.fwd_x = x[i];
+        }
         const auto t = gelu::ref::gelu_bwd_terms(form, x[i]);
-        const double eb = gelu::ref::scaled_ulp_error(DType::f32, dx[i], t.t1 + t.t2,
-                                                      std::fabs(t.t1) + std::fabs(t.t2));
-        if (!(eb <= w.bwd)) { w.bwd = eb; w.bwd_x = x[i]; }
+        const double eb = gelu::ref::scaled_ulp_error(
+            DType::f32, dx[i], t.t1 + t.t2, std::fabs(t.t1) + std::fabs(t.t2));
+        if (!(eb <= w.bwd)) {
+          w.bwd = eb;
+          w.bwd_x = x[i];
+        }
       }
       const uint64_t d = done.fetch_add(1) + 1;
       if (omp_get_thread_num() == 0 && secs() - last_print > 1.0) {
@@ -122,7 +135,8 @@ void sweep_form(Approx form, uint64_t step) {
     const Worst& w = worst[r];
     all.merge(w);
     std::printf("%-14s %12llu  %10.3f %-15.9g  %10.3f %-15.9g\n", kRegions[r].name,
-                static_cast<unsigned long long>(w.count), w.fwd, w.fwd_x, w.bwd, w.bwd_x);
+                static_cast<unsigned long long>(w.count), w.fwd, w.fwd_x, w.bwd,
+                w.bwd_x);
   }
   std::printf("%-14s %12llu  %10.3f %-15.9g  %10.3f %-15.9g\n", "all",
               static_cast<unsigned long long>(all.count), all.fwd, all.fwd_x, all.bwd,
@@ -162,4 +176,6 @@ int run_sweep(const std::vector<std::string>& args) {
 
 }  // namespace
 
-GELU_COMMAND("sweep", "every f32 bit pattern of a form vs the reference: worst ULP by region", run_sweep);
+GELU_COMMAND("sweep",
+             "every f32 bit pattern of a form vs the reference: worst ULP by region",
+             run_sweep);

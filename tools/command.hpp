@@ -24,6 +24,7 @@ struct CommandRegistration {
 
 }  // namespace gelu::tools
 
-#define GELU_COMMAND(name, summary, fn)                             \
-  static const ::gelu::tools::CommandRegistration gelu_command_##fn{ \
-      ::gelu::tools::Command{name, summary, fn}}
+#define GELU_COMMAND(name, summary, fn)                               \
+  static const ::gelu::tools::CommandRegistration gelu_command_##fn { \
+    ::gelu::tools::Command { name, summary, fn }                      \
+  }

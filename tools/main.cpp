@@ -21,9 +21,8 @@ namespace {
 void usage() {
   std::printf("usage: gelu-fusion <command> [options]\n\ncommands:\n");
   auto cmds = gelu::tools::commands();
-  std::sort(cmds.begin(), cmds.end(), [](auto& a, auto& b) {
-    return std::strcmp(a.name, b.name) < 0;
-  });
+  std::sort(cmds.begin(), cmds.end(),
+            [](auto& a, auto& b) { return std::strcmp(a.name, b.name) < 0; });
   for (const auto& c : cmds) std::printf("  %-10s %s\n", c.name, c.summary);
 }
 

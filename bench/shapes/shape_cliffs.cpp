@@ -30,12 +30,13 @@ struct Case {
 };
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
-void fill(DType t, std::vector<uint16_t>& h, std::vector<float>& f, int64_t n, float sigma,
-          unsigned seed) {
+void fill(DType t, std::vector<uint16_t>& h, std::vector<float>& f, int64_t n,
+          float sigma, unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, sigma);
   f.resize(static_cast<size_t>(n));
@@ -57,7 +58,8 @@ int main(int argc, char** argv) {
   if (argc > 4) {
     dims.clear();
     std::stringstream ss(argv[4]);
-    for (std::string s; std::getline(ss, s, ',');) dims.push_back(std::atoll(s.c_str()));
+    for (std::string s; std::getline(ss, s, ',');)
+      dims.push_back(std::atoll(s.c_str()));
   }
   const size_t e = gelu::dtype_size(t);
   std::vector<float> xf, bf, dyf;
@@ -66,7 +68,8 @@ int main(int argc, char** argv) {
   fill(t, bh, bf, n, 0.25f, 2);
   fill(t, dyh, dyf, n, 1.0f, 3);
   auto ptr = [&](std::vector<float>& f, std::vector<uint16_t>& h) -> void* {
-    return t == DType::f32 ? static_cast<void*>(f.data()) : static_cast<void*>(h.data());
+    return t == DType::f32 ? static_cast<void*>(f.data())
+                           : static_cast<void*>(h.data());
   };
   std::vector<char> out(static_cast<size_t>(n) * e), dbias(65536 * 4 + 64);
   gelu::Options o;
@@ -97,17 +100,21 @@ int main(int argc, char** argv) {
       c.ns.push_back((now_s() - t0) * 1e9 / static_cast<double>(m));
     }
   }
-  std::printf("%lld elements, %s, 1 thread, medians of %d interleaved rounds (ns/element; "
-              "geglu per input element), [min-max]\n",
-              static_cast<long long>(n), ds.c_str(), rounds);
+  std::printf(
+      "%lld elements, %s, 1 thread, medians of %d interleaved rounds (ns/element; "
+      "geglu per input element), [min-max]\n",
+      static_cast<long long>(n), ds.c_str(), rounds);
   double plain[2] = {0, 0};
   for (Case& c : cases) {
     std::sort(c.ns.begin(), c.ns.end());
     const double med = c.ns[c.ns.size() / 2];
     if (c.cols == 0) plain[c.op == "gelu" ? 0 : 1] = med;
-    const double ref = c.op == "bias_gelu_backward" || c.op == "gelu_backward" ? plain[1] : plain[0];
+    const double ref = c.op == "bias_gelu_backward" || c.op == "gelu_backward"
+                           ? plain[1]
+                           : plain[0];
     std::printf("%-20s %6lld  %7.3f  x%.2f  [%.3f-%.3f]\n", c.op.c_str(),
-                static_cast<long long>(c.cols), med, med / ref, c.ns.front(), c.ns.back());
+                static_cast<long long>(c.cols), med, med / ref, c.ns.front(),
+                c.ns.back());
   }
   return 0;
 }

@@ -73,18 +73,15 @@ void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
                    const Options& = {});
 
 // y = gelu(x + bias); bias is 1-D with the size of x's last dimension.
-void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y,
-               const Options& = {});
+void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y, const Options& = {});
 // dx = dy * gelu'(x + bias); dbias = sum of dx over all leading dimensions,
 // accumulated in f32 in a fixed order (deterministic for any thread count).
 // dbias may be f32 when the other tensors are bf16/f16.
-void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
-                        ConstTensorRef bias, TensorRef dx, TensorRef dbias,
-                        const Options& = {});
+void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
+                        TensorRef dx, TensorRef dbias, const Options& = {});
 
 // y = gelu(a + b); a and b of one shape.
-void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y,
-              const Options& = {});
+void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y, const Options& = {});
 // dx = dy * gelu'(a + b): the gradient of both a and b.
 void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
                        TensorRef dx, const Options& = {});
@@ -108,24 +105,24 @@ void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
 // data and no shape: not requested) makes these the functions above.
 
 // dx = dy * gelu'(x) and y = gelu(x)
-void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
-                   TensorRef y, const Options& = {});
+void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
+                   const Options& = {});
 // dx, dbias as above and y = gelu(x + bias) (y has x's shape and dtype)
-void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
-                        ConstTensorRef bias, TensorRef dx, TensorRef dbias,
-                        TensorRef y, const Options& = {});
+void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
+                        TensorRef dx, TensorRef dbias, TensorRef y,
+                        const Options& = {});
 // dx as above and y [..., H] = gelu(x[..., :H]) * x[..., H:]
-void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
-                    TensorRef y, const Options& = {});
+void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
+                    const Options& = {});
 
 // --- Helpers ---------------------------------------------------------------
-const char* dtype_name(DType);          // "f32", "bf16", "f16"
-const char* approx_name(Approx);        // "none", "tanh", "quick"
-Approx parse_approx(std::string_view);  // throws Error on an unknown name
-const char* gelu_half_name(GeluHalf);   // "first", "second"
+const char* dtype_name(DType);               // "f32", "bf16", "f16"
+const char* approx_name(Approx);             // "none", "tanh", "quick"
+Approx parse_approx(std::string_view);       // throws Error on an unknown name
+const char* gelu_half_name(GeluHalf);        // "first", "second"
 GeluHalf parse_gelu_half(std::string_view);  // throws Error on an unknown name
-DType parse_dtype(std::string_view);    // throws Error on an unknown name
-std::size_t dtype_size(DType);          // bytes per element
+DType parse_dtype(std::string_view);         // throws Error on an unknown name
+std::size_t dtype_size(DType);               // bytes per element
 // Product of the dimensions; throws Error on a negative dimension or overflow.
 int64_t numel(const std::vector<int64_t>& shape);
 // The SIMD target chosen at run time for this CPU (e.g. "AVX3", "AVX2").

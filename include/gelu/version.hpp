@@ -11,7 +11,7 @@
 // "MAJOR.MINOR.PATCH"
 #define GELU_FUSION_VERSION_STRING "0.1.0"
 // MAJOR * 10000 + MINOR * 100 + PATCH, for #if comparisons.
-#define GELU_FUSION_VERSION                                        \
+#define GELU_FUSION_VERSION                                              \
   (GELU_FUSION_VERSION_MAJOR * 10000 + GELU_FUSION_VERSION_MINOR * 100 + \
    GELU_FUSION_VERSION_PATCH)
 

@@ -45,59 +45,111 @@ void call_geglu_backward(Ts t, const Options& o) {
 }
 
 constexpr OpDecl kOps[] = {
-    {OpId::gelu, "gelu",
-     {{"x", R::x, S::primary}, {"y", R::y, S::same}}, 2, PrimaryRule::any, K::eltwise,
-     "y = gelu(x)", "gelu_backward", nullptr, nullptr, call_gelu},
-    {OpId::gelu_backward, "gelu_backward",
+    {OpId::gelu,
+     "gelu",
+     {{"x", R::x, S::primary}, {"y", R::y, S::same}},
+     2,
+     PrimaryRule::any,
+     K::eltwise,
+     "y = gelu(x)",
+     "gelu_backward",
+     nullptr,
+     nullptr,
+     call_gelu},
+    {OpId::gelu_backward,
+     "gelu_backward",
      {{"dy", R::dy, S::same},
       {"x", R::x, S::primary},
       {"dx", R::dx, S::same},
       {"y", R::y, S::same, T::same, kOptional}},
-     4, PrimaryRule::any, K::eltwise, "dx = dy * gelu'(x); optionally y = gelu(x)", nullptr,
-     "gelu", "x", call_gelu_backward},
-    {OpId::bias_gelu, "bias_gelu",
-     {{"x", R::x, S::primary},
-      {"bias", R::addend, S::last_dim},
-      {"y", R::y, S::same}},
-     3, PrimaryRule::rank_ge_1, K::rows, "y = gelu(x + bias)", "bias_gelu_backward",
-     nullptr, nullptr, call_bias_gelu},
-    {OpId::bias_gelu_backward, "bias_gelu_backward",
+     4,
+     PrimaryRule::any,
+     K::eltwise,
+     "dx = dy * gelu'(x); optionally y = gelu(x)",
+     nullptr,
+     "gelu",
+     "x",
+     call_gelu_backward},
+    {OpId::bias_gelu,
+     "bias_gelu",
+     {{"x", R::x, S::primary}, {"bias", R::addend, S::last_dim}, {"y", R::y, S::same}},
+     3,
+     PrimaryRule::rank_ge_1,
+     K::rows,
+     "y = gelu(x + bias)",
+     "bias_gelu_backward",
+     nullptr,
+     nullptr,
+     call_bias_gelu},
+    {OpId::bias_gelu_backward,
+     "bias_gelu_backward",
      {{"dy", R::dy, S::same},
       {"x", R::x, S::primary},
       {"bias", R::addend, S::last_dim},
       {"dx", R::dx, S::same},
       {"dbias", R::dbias, S::last_dim, T::same_or_f32},
       {"y", R::y, S::same, T::same, kOptional}},
-     6, PrimaryRule::rank_ge_1, K::rows_reduce,
+     6,
+     PrimaryRule::rank_ge_1,
+     K::rows_reduce,
      "dx = dy * gelu'(x + bias); dbias = sum of dx over leading dims; "
      "optionally y = gelu(x + bias)",
-     nullptr, "bias_gelu", "x, bias", call_bias_gelu_backward},
-    {OpId::add_gelu, "add_gelu",
+     nullptr,
+     "bias_gelu",
+     "x, bias",
+     call_bias_gelu_backward},
+    {OpId::add_gelu,
+     "add_gelu",
      {{"a", R::x, S::primary}, {"b", R::addend, S::same}, {"y", R::y, S::same}},
-     3, PrimaryRule::any, K::eltwise, "y = gelu(a + b)", "add_gelu_backward", nullptr,
-     nullptr, call_add_gelu},
-    {OpId::add_gelu_backward, "add_gelu_backward",
+     3,
+     PrimaryRule::any,
+     K::eltwise,
+     "y = gelu(a + b)",
+     "add_gelu_backward",
+     nullptr,
+     nullptr,
+     call_add_gelu},
+    {OpId::add_gelu_backward,
+     "add_gelu_backward",
      {{"dy", R::dy, S::same},
       {"a", R::x, S::primary},
       {"b", R::addend, S::same},
       {"dx", R::dx, S::same}},
-     4, PrimaryRule::any, K::eltwise, "dx = dy * gelu'(a + b) (gradient of a and of b)",
-     nullptr, "add_gelu", "a, b", call_add_gelu_backward},
-    {OpId::geglu, "geglu",
-     {{"x", R::x, S::primary}, {"y", R::y, S::half_last}}, 2,
-     PrimaryRule::rank_ge_1_even_last, K::gated,
-     "y[..., H] = gelu(x[..., :H]) * x[..., H:]", "geglu_backward", nullptr,
-     nullptr, call_geglu},
-    {OpId::geglu_backward, "geglu_backward",
+     4,
+     PrimaryRule::any,
+     K::eltwise,
+     "dx = dy * gelu'(a + b) (gradient of a and of b)",
+     nullptr,
+     "add_gelu",
+     "a, b",
+     call_add_gelu_backward},
+    {OpId::geglu,
+     "geglu",
+     {{"x", R::x, S::primary}, {"y", R::y, S::half_last}},
+     2,
+     PrimaryRule::rank_ge_1_even_last,
+     K::gated,
+     "y[..., H] = gelu(x[..., :H]) * x[..., H:]",
+     "geglu_backward",
+     nullptr,
+     nullptr,
+     call_geglu},
+    {OpId::geglu_backward,
+     "geglu_backward",
      {{"dy", R::dy, S::half_last},
       {"x", R::x, S::primary},
       {"dx", R::dx, S::same},
       {"y", R::y, S::half_last, T::same, kOptional}},
-     4, PrimaryRule::rank_ge_1_even_last, K::gated,
+     4,
+     PrimaryRule::rank_ge_1_even_last,
+     K::gated,
      "dx[..., :H] = dy * x[..., H:] * gelu'(x[..., :H]); "
      "dx[..., H:] = dy * gelu(x[..., :H]); "
      "optionally y = gelu(x[..., :H]) * x[..., H:]",
-     nullptr, "geglu", "x", call_geglu_backward},
+     nullptr,
+     "geglu",
+     "x",
+     call_geglu_backward},
 };
 
 static_assert(std::size(kOps) == static_cast<size_t>(OpId::geglu_backward) + 1,
@@ -155,8 +207,8 @@ std::string describe_ops() {
   std::ostringstream out;
   out << "attributes (every op): ";
   for (const AttrDecl& a : kAttrs)
-    out << a.name << ": " << a.type << " = " << a.default_value << " ("
-        << a.meaning << ");  ";
+    out << a.name << ": " << a.type << " = " << a.default_value << " (" << a.meaning
+        << ");  ";
   out << "\n\n";
   for (const OpDecl& op : kOps) {
     out << op.name << "   " << op.formula << "\n    kind: " << kind_text(op.kind)
@@ -166,17 +218,14 @@ std::string describe_ops() {
       out << "    " << (t.output() ? "out " : "in  ") << t.name << ": "
           << shape_rule_text(t.shape)
           << (t.dtype == T::same_or_f32 ? ", dtype same or f32" : "")
-          << (t.optional ? ", optional (TensorRef{}: not requested)" : "")
-          << "\n";
+          << (t.optional ? ", optional (TensorRef{}: not requested)" : "") << "\n";
     }
-    if (op.primary_rule == PrimaryRule::rank_ge_1)
-      out << "    requires rank >= 1\n";
+    if (op.primary_rule == PrimaryRule::rank_ge_1) out << "    requires rank >= 1\n";
     if (op.primary_rule == PrimaryRule::rank_ge_1_even_last)
       out << "    requires rank >= 1 and an even last dimension\n";
     if (op.backward) out << "    backward: " << op.backward << "\n";
     if (op.forward)
-      out << "    backward of: " << op.forward << ", consumes: " << op.saved
-          << "\n";
+      out << "    backward of: " << op.forward << ", consumes: " << op.saved << "\n";
   }
   return out.str();
 }

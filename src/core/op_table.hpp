@@ -31,10 +31,10 @@ enum class OpId {
 // How a tensor's expected shape follows from the op's primary tensor (the
 // first tensor whose rule is `primary`).
 enum class ShapeRule {
-  primary,         // any shape (subject to the op's PrimaryRule)
-  same,            // the primary's shape
-  last_dim,        // 1-D: [primary's last dimension]
-  half_last,       // the primary's shape with the last dimension halved
+  primary,    // any shape (subject to the op's PrimaryRule)
+  same,       // the primary's shape
+  last_dim,   // 1-D: [primary's last dimension]
+  half_last,  // the primary's shape with the last dimension halved
 };
 
 // What the op requires of its primary tensor.

@@ -61,8 +61,8 @@ void run_tasks(const Plan& p, Body&& body) {
 
 // The plan of op `id` whose primary tensor is `primary`; `with_optional`:
 // the call writes the op's optional output too.
-Plan plan_for(OpId id, const std::vector<int64_t>& primary, DType t,
-              const Options& o, bool with_optional = false) {
+Plan plan_for(OpId id, const std::vector<int64_t>& primary, DType t, const Options& o,
+              bool with_optional = false) {
   return core::plan_op(id, primary, t, o, core::this_machine(), with_optional);
 }
 
@@ -95,14 +95,14 @@ double* partial_sums(size_t count, std::unique_ptr<double[]>& owned) {
 // An element-wise op: validate, then run kernel(dtype, first, count) over
 // the plan's chunks.
 template <size_t K, class Kernel>
-void eltwise(OpId id, const TensorArg (&args)[K], const Options& o,
-             Kernel&& kernel) {
+void eltwise(OpId id, const TensorArg (&args)[K], const Options& o, Kernel&& kernel) {
   core::validate(id, args, o);
   const int64_t n = numel(*args[0].shape);
   if (n == 0) return;
   const DType t = args[0].dtype;
   // An optional output present is one more stream (the last argument).
-  const bool with_optional = K > static_cast<size_t>(core::op_decl(id).required_tensors()) &&
+  const bool with_optional = K > static_cast<size_t>(
+                                     core::op_decl(id).required_tensors()) &&
                              args[K - 1].data != nullptr;
   run_tasks(plan_for(id, *args[0].shape, t, o, with_optional),
             [&](const Task& k) { kernel(t, k.col0, k.cols); });
@@ -128,22 +128,20 @@ void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
   gelu_backward(dy, x, dx, TensorRef{}, o);
 }
 
-void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
-                   TensorRef y, const Options& o) {
+void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
+                   const Options& o) {
   eltwise(OpId::gelu_backward, {arg(dy), arg(x), arg(dx), arg(y)}, o,
           [&](DType t, int64_t c0, int64_t nc) {
-            cpu::gelu_bwd(o.approximate, t, nc, at(dy.data, t, c0),
-                          at(x.data, t, c0), at(dx.data, t, c0),
-                          at_or_null(y.data, t, c0));
+            cpu::gelu_bwd(o.approximate, t, nc, at(dy.data, t, c0), at(x.data, t, c0),
+                          at(dx.data, t, c0), at_or_null(y.data, t, c0));
           });
 }
 
-void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y,
-              const Options& o) {
+void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y, const Options& o) {
   eltwise(OpId::add_gelu, {arg(a), arg(b), arg(y)}, o,
           [&](DType t, int64_t c0, int64_t nc) {
-            cpu::add_fwd(o.approximate, t, nc, at(a.data, t, c0),
-                         at(b.data, t, c0), at(y.data, t, c0));
+            cpu::add_fwd(o.approximate, t, nc, at(a.data, t, c0), at(b.data, t, c0),
+                         at(y.data, t, c0));
           });
 }
 
@@ -151,14 +149,12 @@ void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
                        TensorRef dx, const Options& o) {
   eltwise(OpId::add_gelu_backward, {arg(dy), arg(a), arg(b), arg(dx)}, o,
           [&](DType t, int64_t c0, int64_t nc) {
-            cpu::add_bwd(o.approximate, t, nc, at(dy.data, t, c0),
-                         at(a.data, t, c0), at(b.data, t, c0),
-                         at(dx.data, t, c0));
+            cpu::add_bwd(o.approximate, t, nc, at(dy.data, t, c0), at(a.data, t, c0),
+                         at(b.data, t, c0), at(dx.data, t, c0));
           });
 }
 
-void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y,
-               const Options& o) {
+void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y, const Options& o) {
   const TensorArg args[] = {arg(x), arg(bias), arg(y)};
   core::validate(OpId::bias_gelu, args, o);
   const int64_t n = numel(x.shape);
@@ -172,17 +168,14 @@ void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y,
   });
 }
 
-void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
-                        ConstTensorRef bias, TensorRef dx, TensorRef dbias,
-                        const Options& o) {
+void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
+                        TensorRef dx, TensorRef dbias, const Options& o) {
   bias_gelu_backward(dy, x, bias, dx, dbias, TensorRef{}, o);
 }
 
-void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
-                        ConstTensorRef bias, TensorRef dx, TensorRef dbias,
-                        TensorRef y, const Options& o) {
-  const TensorArg args[] = {arg(dy),     arg(x),     arg(bias),
-                            arg(dx),     arg(dbias), arg(y)};
+void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
+                        TensorRef dx, TensorRef dbias, TensorRef y, const Options& o) {
+  const TensorArg args[] = {arg(dy), arg(x), arg(bias), arg(dx), arg(dbias), arg(y)};
   core::validate(OpId::bias_gelu_backward, args, o);
   const DType t = x.dtype;
   const int64_t cols = last_dim(x.shape);
@@ -200,8 +193,7 @@ void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x,
   // Every block's row of sums is stored by its kernel call, so the buffer
   // needs no initialisation.
   std::unique_ptr<double[]> owned;
-  double* const partial =
-      partial_sums(static_cast<size_t>(p.row_tasks * cols), owned);
+  double* const partial = partial_sums(static_cast<size_t>(p.row_tasks * cols), owned);
   run_tasks(p, [&](const Task& k) {
     const int64_t i0 = k.row0 * cols + k.col0;
     cpu::bias_bwd(o.approximate, t, k.rows, k.cols, cols, at(dy.data, t, i0),
@@ -227,8 +219,7 @@ void geglu(ConstTensorRef x, TensorRef y, const Options& o) {
   run_tasks(plan_for(OpId::geglu, x.shape, t, o), [&](const Task& k) {
     cpu::geglu_fwd(o.approximate, t, k.rows, k.cols, h,
                    at(x.data, t, k.row0 * 2 * h + k.col0),
-                   at(y.data, t, k.row0 * h + k.col0),
-                   o.gelu_half == GeluHalf::second);
+                   at(y.data, t, k.row0 * h + k.col0), o.gelu_half == GeluHalf::second);
   });
 }
 
@@ -237,8 +228,8 @@ void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
   geglu_backward(dy, x, dx, TensorRef{}, o);
 }
 
-void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
-                    TensorRef y, const Options& o) {
+void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
+                    const Options& o) {
   const TensorArg args[] = {arg(dy), arg(x), arg(dx), arg(y)};
   core::validate(OpId::geglu_backward, args, o);
   const int64_t n = numel(x.shape);

@@ -53,8 +53,7 @@ const Machine& this_machine() {
 }
 
 Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
-               const Machine& machine, int requested_threads,
-               int64_t max_row_tasks) {
+               const Machine& machine, int requested_threads, int64_t max_row_tasks) {
   Plan p{};
   rows = std::max<int64_t>(rows, 0);
   cols = std::max<int64_t>(cols, 0);
@@ -63,8 +62,8 @@ Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
 
   // A task's working set (all its streams) should sit in half of L2, so that
   // a task's tensors stay cached between its loads and stores.
-  const int64_t bytes_per_elem =
-      static_cast<int64_t>(dtype_size(dtype)) * std::max(1, streams);
+  const int64_t bytes_per_elem = static_cast<int64_t>(dtype_size(dtype)) *
+                                 std::max(1, streams);
   const int64_t tile = align_down(std::max<int64_t>(
       1024, (std::max<int64_t>(machine.l2_bytes, 1 << 16) / 2) / bytes_per_elem));
 
@@ -111,15 +110,16 @@ Plan plan_op(OpId id, const std::vector<int64_t>& primary_shape, DType dtype,
       rows = last > 0 ? n / last : 0;
       break;
   }
-  return make_plan(rows, cols, dtype, op.streams(with_optional), machine, options.num_threads,
-                   op.kind == OpKind::rows_reduce ? dbias_max_row_tasks(rows) : kMaxRowTasks);
+  return make_plan(
+      rows, cols, dtype, op.streams(with_optional), machine, options.num_threads,
+      op.kind == OpKind::rows_reduce ? dbias_max_row_tasks(rows) : kMaxRowTasks);
 }
 
 std::string describe_plan(const Plan& p) {
   std::ostringstream s;
   s << "threads=" << p.threads << " row_block=" << p.row_block
-    << " col_block=" << p.col_block << " tasks=" << p.tasks() << " ("
-    << p.row_tasks << " x " << p.col_tasks << ")";
+    << " col_block=" << p.col_block << " tasks=" << p.tasks() << " (" << p.row_tasks
+    << " x " << p.col_tasks << ")";
   return s.str();
 }
 

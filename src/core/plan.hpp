@@ -32,13 +32,13 @@ struct Task {
 };
 
 struct Plan {
-  int threads;         // threads to run; 1 = stay on the calling thread
-  int64_t rows;        // the planned shape (element-wise ops: 1 x numel;
-  int64_t cols;        // gated ops: rows x half the last dimension)
-  int64_t row_block;   // rows per task
-  int64_t col_block;   // columns per task
-  int64_t row_tasks;   // ceil(rows / row_block)
-  int64_t col_tasks;   // ceil(cols / col_block)
+  int threads;        // threads to run; 1 = stay on the calling thread
+  int64_t rows;       // the planned shape (element-wise ops: 1 x numel;
+  int64_t cols;       // gated ops: rows x half the last dimension)
+  int64_t row_block;  // rows per task
+  int64_t col_block;  // columns per task
+  int64_t row_tasks;  // ceil(rows / row_block)
+  int64_t col_tasks;  // ceil(cols / col_block)
   int64_t tasks() const { return row_tasks * col_tasks; }
   // Task t of tasks(), row blocks outer: the last row and column blocks
   // are the tails.

@@ -25,8 +25,7 @@ int64_t checked_numel(const OpDecl& op, const TensorDecl& decl,
     if (shape[i] < 0)
       fail(op, std::string(decl.name) + " has shape " + shape_text(shape) +
                    ", expected non-negative dimensions (dimension " +
-                   std::to_string(i) + " is " + std::to_string(shape[i]) +
-                   ")");
+                   std::to_string(i) + " is " + std::to_string(shape[i]) + ")");
   }
   for (int64_t d : shape) {
     if (d == 0) return 0;
@@ -82,8 +81,7 @@ void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
                       : ", expected GeluHalf::first or GeluHalf::second"));
   if (opts.approximate != Approx::none && opts.approximate != Approx::tanh &&
       opts.approximate != Approx::quick)
-    fail(op, "approximate is " +
-                 std::to_string(static_cast<int>(opts.approximate)) +
+    fail(op, "approximate is " + std::to_string(static_cast<int>(opts.approximate)) +
                  ", expected Approx::none, Approx::tanh or Approx::quick");
 
   // The primary tensor fixes every other shape and the dtype.
@@ -94,8 +92,7 @@ void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
   // An optional output given as TensorRef{} (null data, no shape) is not
   // requested: no rule applies to it, and it counts as empty below.
   auto absent = [&](size_t i) {
-    return op.tensors[i].optional && args[i].data == nullptr &&
-           args[i].shape->empty();
+    return op.tensors[i].optional && args[i].data == nullptr && args[i].shape->empty();
   };
 
   std::vector<int64_t> numels(args.size());
@@ -109,10 +106,9 @@ void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
   }
 
   if (op.primary_rule != PrimaryRule::any && pshape.empty())
-    fail(op, std::string(pdecl.name) +
-                 " has shape [], expected at least one dimension");
-  if (op.primary_rule == PrimaryRule::rank_ge_1_even_last &&
-      pshape.back() % 2 != 0)
+    fail(op,
+         std::string(pdecl.name) + " has shape [], expected at least one dimension");
+  if (op.primary_rule == PrimaryRule::rank_ge_1_even_last && pshape.back() % 2 != 0)
     fail(op, std::string(pdecl.name) + " has shape " + shape_text(pshape) +
                  ", expected an even last dimension (value and gate halves)");
 
@@ -122,18 +118,16 @@ void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
     if (static_cast<int>(i) == primary || absent(i)) continue;
     const std::vector<int64_t> want = tensor_shape(op, static_cast<int>(i), pshape);
     if (*args[i].shape != want)
-      fail(op, std::string(decl.name) + " has shape " +
-                   shape_text(*args[i].shape) + ", expected " +
-                   shape_text(want) + " (" + rule_reason(decl.shape) +
+      fail(op, std::string(decl.name) + " has shape " + shape_text(*args[i].shape) +
+                   ", expected " + shape_text(want) + " (" + rule_reason(decl.shape) +
                    pdecl.name + ")");
     const DType t = args[i].dtype;
     if (decl.dtype == DTypeRule::same && t != pdtype)
-      fail(op, std::string(decl.name) + " has dtype " + dtype_name(t) +
-                   ", expected " + dtype_name(pdtype) + " (the dtype of " +
-                   pdecl.name + ")");
+      fail(op, std::string(decl.name) + " has dtype " + dtype_name(t) + ", expected " +
+                   dtype_name(pdtype) + " (the dtype of " + pdecl.name + ")");
     if (decl.dtype == DTypeRule::same_or_f32 && t != pdtype && t != DType::f32)
-      fail(op, std::string(decl.name) + " has dtype " + dtype_name(t) +
-                   ", expected " + dtype_name(pdtype) + " or f32");
+      fail(op, std::string(decl.name) + " has dtype " + dtype_name(t) + ", expected " +
+                   dtype_name(pdtype) + " or f32");
   }
 
   for (size_t i = 0; i < args.size(); ++i) {
@@ -147,8 +141,7 @@ void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
   // output is an error. Empty tensors overlap nothing.
   auto extent = [&](size_t i) {
     const auto b = reinterpret_cast<uintptr_t>(args[i].data);
-    return Extent{b, b + static_cast<uintptr_t>(numels[i]) *
-                             dtype_size(args[i].dtype)};
+    return Extent{b, b + static_cast<uintptr_t>(numels[i]) * dtype_size(args[i].dtype)};
   };
   for (size_t o = 0; o < args.size(); ++o) {
     if (!op.tensors[o].output() || numels[o] == 0) continue;
@@ -163,8 +156,7 @@ void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
                                args[i].dtype == args[o].dtype &&
                                *args[i].shape == *args[o].shape;
       if (same_buffer) continue;
-      fail(op, std::string(op.tensors[o].name) + " overlaps " +
-                   op.tensors[i].name +
+      fail(op, std::string(op.tensors[o].name) + " overlaps " + op.tensors[i].name +
                    ", expected separate memory or the very same buffer as an "
                    "input of the same shape and dtype (in place)");
     }

@@ -68,8 +68,9 @@ struct Streams {
 
 namespace detail {
 
-constexpr size_t kMaxF32Lanes =
-    HWY_MAX_BYTES / sizeof(float) > 0 ? HWY_MAX_BYTES / sizeof(float) : 1;
+constexpr size_t kMaxF32Lanes = HWY_MAX_BYTES / sizeof(float) > 0
+                                    ? HWY_MAX_BYTES / sizeof(float)
+                                    : 1;
 // Positions of the largest step (two vectors when paired).
 constexpr size_t kMaxStep = 2 * kMaxF32Lanes;
 
@@ -155,8 +156,8 @@ constexpr bool kSplitPairs = std::is_base_of_v<BF16Pairs, S>;
 // 1, 3, ...; c0 gets positions [0, N), c1 [N, 2N). Highway 1.0 interleaves
 // within 128-bit blocks, so wider vectors reorder whole blocks after.
 template <class DF>
-HWY_INLINE void ColumnOrder(DF df, hn::Vec<DF> even, hn::Vec<DF> odd,
-                            hn::Vec<DF>& c0, hn::Vec<DF>& c1) {
+HWY_INLINE void ColumnOrder(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, hn::Vec<DF>& c0,
+                            hn::Vec<DF>& c1) {
 #if HWY_TARGET == HWY_SCALAR  // one lane: even and odd are columns 0 and 1
   (void)df;
   c0 = even;
@@ -175,7 +176,7 @@ HWY_INLINE void ColumnOrder(DF df, hn::Vec<DF> even, hn::Vec<DF> odd,
     c0 = hn::ConcatLowerLower(df, hi, lo);
     c1 = hn::ConcatUpperUpper(df, hi, lo);
     if constexpr (kN == 16) {
-      alignas(64) static constexpr int32_t kSwap[16] = {0, 1, 2,  3,  8, 9, 10, 11,
+      alignas(64) static constexpr int32_t kSwap[16] = {0, 1, 2, 3, 8,  9,  10, 11,
                                                         4, 5, 6, 7, 12, 13, 14, 15};
       const auto idx = hn::SetTableIndices(df, kSwap);
       c0 = hn::TableLookupLanes(c0, idx);
@@ -225,7 +226,8 @@ HWY_INLINE hn::Vec<DF> ExpandFrom(DF df, hn::Vec<DF> v, uint64_t bits, const flo
     // into vexpandps from memory, which Zen 4 microcodes (slow).
     __m512 packed = _mm512_loadu_ps(src);
     asm("" : "+v"(packed));
-    return hn::Vec<DF>{_mm512_mask_expand_ps(v.raw, static_cast<__mmask16>(bits), packed)};
+    return hn::Vec<DF>{
+        _mm512_mask_expand_ps(v.raw, static_cast<__mmask16>(bits), packed)};
   }
 #endif
   HWY_ALIGN float lanes[kMaxF32Lanes];
@@ -272,8 +274,8 @@ inline constexpr size_t kDeferLanes = 1;
 // outputs are the steps' own positions). Otherwise (a rounding storage,
 // the dbias sums) the core results wait in Deferred::out/out2/val.
 template <class S, unsigned F>
-constexpr bool kPatchOutputs =
-    std::is_same_v<S, F32> && (F & (kAccInit | kAccAdd)) == 0;
+constexpr bool kPatchOutputs = std::is_same_v<S, F32> &&
+                               (F & (kAccInit | kAccAdd)) == 0;
 
 struct Deferred {
   size_t steps = 0;  // deferred steps
@@ -322,7 +324,8 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
     Compute<Math, F>(df, xa, x2a, dya, outa, out2a, vala);
     Compute<Math, F>(df, xb, x2b, dyb, outb, out2b, valb);
   } else if (const auto ta = Math::IsTail(df, xa), tb = Math::IsTail(df, xb);
-             hn::CountTrue(df, ta) + hn::CountTrue(df, tb) > kDeferLanes * hn::Lanes(df)) {
+             hn::CountTrue(df, ta) + hn::CountTrue(df, tb) >
+             kDeferLanes * hn::Lanes(df)) {
     // Mostly tail lanes: the blended math, which skips the core for a
     // vector wholly in the tail.
     Compute<Math, F>(df, xa, x2a, dya, outa, out2a, vala);
@@ -395,24 +398,27 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
     constexpr bool kPatch = kPatchOutputs<S, F>;
     const float* core = kPatch ? reinterpret_cast<const float*>(s.out + i) : def.out[k];
     auto outa = ExpandFrom(df, hn::LoadU(df, core), def.bits[k][0], def.x + used, used);
-    auto outb = ExpandFrom(df, hn::LoadU(df, core + N), def.bits[k][1], def.x + used, used);
+    auto outb = ExpandFrom(df, hn::LoadU(df, core + N), def.bits[k][1], def.x + used,
+                           used);
     S::Store2(df, outa, outb, s.out + i);
     if constexpr (kOut2) {
       size_t used2 = at;
-      const float* core2 = kPatch ? reinterpret_cast<const float*>(s.out2 + i) : def.out2[k];
-      const auto out2a =
-          ExpandFrom(df, hn::LoadU(df, core2), def.bits[k][0], def.x2 + used2, used2);
-      const auto out2b =
-          ExpandFrom(df, hn::LoadU(df, core2 + N), def.bits[k][1], def.x2 + used2, used2);
+      const float* core2 = kPatch ? reinterpret_cast<const float*>(s.out2 + i)
+                                  : def.out2[k];
+      const auto out2a = ExpandFrom(df, hn::LoadU(df, core2), def.bits[k][0],
+                                    def.x2 + used2, used2);
+      const auto out2b = ExpandFrom(df, hn::LoadU(df, core2 + N), def.bits[k][1],
+                                    def.x2 + used2, used2);
       S::Store2(df, out2a, out2b, s.out2 + i);
     }
     if constexpr (kVal) {
       size_t used3 = at;
-      const float* core3 = kPatch ? reinterpret_cast<const float*>(s.val + i) : def.val[k];
-      const auto vala =
-          ExpandFrom(df, hn::LoadU(df, core3), def.bits[k][0], def.dy + used3, used3);
-      const auto valb =
-          ExpandFrom(df, hn::LoadU(df, core3 + N), def.bits[k][1], def.dy + used3, used3);
+      const float* core3 = kPatch ? reinterpret_cast<const float*>(s.val + i)
+                                  : def.val[k];
+      const auto vala = ExpandFrom(df, hn::LoadU(df, core3), def.bits[k][0],
+                                   def.dy + used3, used3);
+      const auto valb = ExpandFrom(df, hn::LoadU(df, core3 + N), def.bits[k][1],
+                                   def.dy + used3, used3);
       S::Store2(df, vala, valb, s.val + i);
     }
     if constexpr ((F & (kAccInit | kAccAdd)) != 0) {
@@ -441,7 +447,8 @@ HWY_INLINE T* Stage(const T* src, T* buf, size_t rem) {
 // ones start N floats in), so all of it goes in and out: the tile has room
 // for every chunk it starts (BiasBackwardRows).
 template <class Math, class S, unsigned F, class DF>
-HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem, Deferred& def) {
+HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem,
+                         Deferred& def) {
   using T = typename S::T;
   HWY_ALIGN T dy[kMaxStep], x[kMaxStep], x2[kMaxStep];
   HWY_ALIGN T out[kMaxStep], out2[kMaxStep], val[kMaxStep];
@@ -450,7 +457,7 @@ HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem, Defer
   const size_t nacc = kSplitPairs<S> ? StepLanes(df) : rem;
   const Streams<S> t{Stage(at(s.dy), dy, rem), Stage(at(s.x), x, rem),
                      Stage(at(s.x2), x2, rem), s.out ? out : nullptr,
-                     s.out2 ? out2 : nullptr, Stage(at(s.acc), acc, nacc),
+                     s.out2 ? out2 : nullptr,  Stage(at(s.acc), acc, nacc),
                      s.val ? val : nullptr};
   Step<Math, S, F>(df, t, 0, def);
   if (def.steps != 0) FinishDeferred<Math, S, F>(df, t, def);
@@ -488,7 +495,7 @@ HWY_INLINE void Row(size_t count, const Streams<S>& s) {
   size_t i = 0;
   while (count - i >= N) {
     const size_t steps = (count - i) / N < detail::kBlockSteps ? (count - i) / N
-                                                                : detail::kBlockSteps;
+                                                               : detail::kBlockSteps;
     for (size_t k = 0; k < steps; ++k, i += N) detail::Step<M, S, F>(df, s, i, def);
     if (def.steps != 0) detail::FinishDeferred<M, S, F>(df, s, def);
   }
@@ -533,9 +540,11 @@ HWY_INLINE void AddGroupSums(size_t nc, const float* acc, double* sums) {
                              : sums[j + k] + static_cast<double>(ordered[k]);
     }
   } else {
-    for (; j + N <= nc; j += N) detail::AddToSums<kFirst>(df, hn::Load(df, acc + j), sums + j);
+    for (; j + N <= nc; j += N)
+      detail::AddToSums<kFirst>(df, hn::Load(df, acc + j), sums + j);
     for (; j < nc; ++j)
-      sums[j] = kFirst ? static_cast<double>(acc[j]) : sums[j] + static_cast<double>(acc[j]);
+      sums[j] = kFirst ? static_cast<double>(acc[j])
+                       : sums[j] + static_cast<double>(acc[j]);
   }
 }
 
@@ -553,8 +562,8 @@ HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
       const size_t end = rows - r0 < kDbiasGroup ? rows : r0 + kDbiasGroup;
       for (size_t r = r0; r < end; ++r) {
         const size_t o = r * stride + c0;
-        const Streams<S> s{dy + o, x + o, bias + c0, dx + o, nullptr, acc,
-                           y ? y + o : nullptr};
+        const Streams<S> s{dy + o,  x + o, bias + c0,          dx + o,
+                           nullptr, acc,   y ? y + o : nullptr};
         if (r == r0) Row<Math, S, F | kAccInit>(nc, s);
         else Row<Math, S, F | kAccAdd>(nc, s);
       }
@@ -592,9 +601,8 @@ HWY_INLINE void WithDType(DType t, Fn&& fn) {
 // Calls fn(Math{}, Storage{}) for the form and dtype: one switch per call.
 template <class Fn>
 HWY_INLINE void WithFormAndDType(Approx form, DType t, Fn&& fn) {
-  WithForm(form, [&](auto math) {
-    WithDType(t, [&](auto storage) { fn(math, storage); });
-  });
+  WithForm(form,
+           [&](auto math) { WithDType(t, [&](auto storage) { fn(math, storage); }); });
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

@@ -90,8 +90,7 @@ HWY_INLINE VecD<D> Lookup16(D d, const float* HWY_RESTRICT row, VecI<D> kbits) {
   if constexpr (hn::MaxLanes(D()) == 8) {
     // Two 8-entry permutes (low 3 bits), picked by bit 3 moved to the sign.
     const VecD<D> lo{_mm256_permutevar8x32_ps(hn::Load(d, row).raw, kbits.raw)};
-    const VecD<D> hi{
-        _mm256_permutevar8x32_ps(hn::Load(d, row + 8).raw, kbits.raw)};
+    const VecD<D> hi{_mm256_permutevar8x32_ps(hn::Load(d, row + 8).raw, kbits.raw)};
     const auto sel = hn::BitCast(d, hn::ShiftLeft<28>(kbits));
     return VecD<D>{_mm256_blendv_ps(lo.raw, hi.raw, sel.raw)};
   }
@@ -162,8 +161,7 @@ HWY_INLINE VecD<D> ScaleFromMagic(D d, VecD<D> km) {
 // scale = 2^(n + 64) (a normal float: the caller multiplies by 2^-64 last,
 // so a subnormal result rounds once).
 template <class D>
-HWY_INLINE void ExpNeg(D d, VecD<D> ah, VecD<D> al, VecD<D>& q,
-                       VecD<D>& scale) {
+HWY_INLINE void ExpNeg(D d, VecD<D> ah, VecD<D> al, VecD<D>& q, VecD<D>& scale) {
   const auto magic = hn::Set(d, 12582912.0f);  // 1.5 * 2^23: round to int
   const auto km = hn::MulAdd(ah, hn::Set(d, -kLog2e), magic);
   const auto kf = hn::Sub(km, magic);
@@ -178,8 +176,8 @@ HWY_INLINE void ExpNeg(D d, VecD<D> ah, VecD<D> al, VecD<D>& q,
 // rows: c0 hi, [c0 lo when kLo,] c1..c<kDeg>; Horner in r, the c0 lo added
 // last before c0 hi.
 template <int kDeg, bool kLo, class D>
-HWY_INLINE void Core(D d, VecD<D> t, const float (*tv)[16],
-                     const float (*tg)[16], VecD<D>& v, VecD<D>& g) {
+HWY_INLINE void Core(D d, VecD<D> t, const float (*tv)[16], const float (*tg)[16],
+                     VecD<D>& v, VecD<D>& g) {
   static_assert(kDeg >= 2, "Horner below starts from c_deg r + c_(deg-1)");
   const hn::RebindToSigned<D> di;
   // k = round(4 t) in the low mantissa bits of 2^23 + 4t; r = t - k/4 exact.
@@ -207,18 +205,17 @@ HWY_INLINE void Core(D d, VecD<D> t, const float (*tv)[16],
 
 // gelu and gelu' from V(t) and G(t) (core) for finite x.
 template <class D>
-HWY_INLINE void FinishCore(D d, VecD<D> x, VecD<D> v, VecD<D> g,
-                           VecD<D>& value, VecD<D>& grad) {
+HWY_INLINE void FinishCore(D d, VecD<D> x, VecD<D> v, VecD<D> g, VecD<D>& value,
+                           VecD<D>& grad) {
   value = hn::Sub(hn::Max(x, hn::Zero(d)), v);
-  grad = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), g,
-                        hn::Sub(hn::Set(d, 1.0f), g));
+  grad = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), g, hn::Sub(hn::Set(d, 1.0f), g));
 }
 
 // gelu and gelu' from the tail's scaled magnitudes vs = V(t) 2^64 and
 // gs = -G(t) 2^64 (both >= 0; NaN when x is NaN, which then propagates).
 template <class D>
-HWY_INLINE void FinishTail(D d, VecD<D> x, VecD<D> vs, VecD<D> gs,
-                           VecD<D>& value, VecD<D>& grad) {
+HWY_INLINE void FinishTail(D d, VecD<D> x, VecD<D> vs, VecD<D> gs, VecD<D>& value,
+                           VecD<D>& grad) {
   const auto tiny = hn::Set(d, 5.42101086e-20f);  // 2^-64
   // max(x, -0) is -0 for x < 0, so an underflowing gelu(x < 0) is -0.
   value = hn::NegMulAdd(vs, tiny, hn::Max(x, hn::Set(d, -0.0f)));
@@ -240,7 +237,7 @@ struct ErfTail {
     // A = h/2 + L: (h/2 + L_hi) is not exact, so reduce h/2 first and take
     // L_hi off after (exact: the reduced value is within [L_hi/2, 2 L_hi]).
     const auto ah = hn::MulAdd(h, half, hn::Set(d, kLnSqrt2Pi[0]));
-    
+
     const auto magic = hn::Set(d, 12582912.0f);
     const auto km = hn::MulAdd(ah, hn::Set(d, -kLog2e), magic);
     const auto kf = hn::Sub(km, magic);
@@ -276,9 +273,8 @@ struct ErfTail {
 // Shared by tanh and quick: z = zh + zl, V = t sigmoid(-z),
 // -G = sigmoid(-z) K with K = t z' (1 - sigmoid(-z)) - 1 = kh + kl.
 template <class D>
-HWY_INLINE void SigmoidTail(D d, VecD<D> t, VecD<D> zh, VecD<D> zl,
-                            VecD<D> kh, VecD<D> kl, VecD<D> tz1, VecD<D>& vs,
-                            VecD<D>& gs) {
+HWY_INLINE void SigmoidTail(D d, VecD<D> t, VecD<D> zh, VecD<D> zl, VecD<D> kh,
+                            VecD<D> kl, VecD<D> tz1, VecD<D>& vs, VecD<D>& gs) {
   VecD<D> q, scale;
   ExpNeg(d, zh, zl, q, scale);
   // E = e^-z; sigmoid(-z) = E (1 - m), m = E (1 - E) (error E^3 < 2^-28).
@@ -358,8 +354,8 @@ enum class Lanes { kAny, kCore, kTail };
 // code, so Value/Grad/ValueAndGrad compute bit-identical results, and so do
 // the three Lanes modes on the lanes each covers.
 template <class Tail, int kDeg, bool kLo, Lanes kLanes, class D>
-HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[16],
-                     const float (*tg)[16], VecD<D>& value, VecD<D>& grad) {
+HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[16], const float (*tg)[16],
+                     VecD<D>& value, VecD<D>& grad) {
   const auto t = hn::Abs(x);
   if constexpr (kLanes == Lanes::kCore) {
     VecD<D> v, g;
@@ -400,8 +396,8 @@ HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[16],
 // same math without the tail check, for vectors AllCore has cleared: a
 // caller with two vectors in hand checks both with one branch. TailOnly is
 // the tail path alone, for vectors of gathered tail lanes (IsTail).
-template <class Tail, const float (*kV)[16], const float (*kG)[16], int kDeg,
-          bool kLo, gelu_math::Lanes kLanes = gelu_math::Lanes::kAny>
+template <class Tail, const float (*kV)[16], const float (*kG)[16], int kDeg, bool kLo,
+          gelu_math::Lanes kLanes = gelu_math::Lanes::kAny>
 struct GeluMathImpl {
   using CoreOnly = GeluMathImpl<Tail, kV, kG, kDeg, kLo, gelu_math::Lanes::kCore>;
   using TailOnly = GeluMathImpl<Tail, kV, kG, kDeg, kLo, gelu_math::Lanes::kTail>;
@@ -413,7 +409,8 @@ struct GeluMathImpl {
   template <class D>
   static HWY_INLINE bool AllCore(D d, hn::Vec<D> a, hn::Vec<D> b) {
     const auto start = hn::Set(d, gelu_math::kTailStart);  // false for NaN
-    return hn::AllTrue(d, hn::And(hn::Lt(hn::Abs(a), start), hn::Lt(hn::Abs(b), start)));
+    return hn::AllTrue(d,
+                       hn::And(hn::Lt(hn::Abs(a), start), hn::Lt(hn::Abs(b), start)));
   }
   template <class D>
   static HWY_INLINE hn::Vec<D> Value(D d, hn::Vec<D> x) {

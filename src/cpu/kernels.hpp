@@ -22,16 +22,16 @@ namespace gelu::cpu {
 
 // Element-wise over n elements.
 void gelu_fwd(Approx, DType, int64_t n, const void* x, void* y);
-void gelu_bwd(Approx, DType, int64_t n, const void* dy, const void* x,
-              void* dx, void* y = nullptr);
+void gelu_bwd(Approx, DType, int64_t n, const void* dy, const void* x, void* dx,
+              void* y = nullptr);
 void add_fwd(Approx, DType, int64_t n, const void* a, const void* b, void* y);
-void add_bwd(Approx, DType, int64_t n, const void* dy, const void* a,
-             const void* b, void* dx);
+void add_bwd(Approx, DType, int64_t n, const void* dy, const void* a, const void* b,
+             void* dx);
 
 // Row kernels over `rows` rows of `cols` elements; consecutive rows are
 // `stride` elements apart in x, y, dy and dx; bias (and dbias) hold `cols`.
-void bias_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
-              const void* x, const void* bias, void* y);
+void bias_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride, const void* x,
+              const void* bias, void* y);
 // dbias[j] = sum over the chunk's rows of dx[i, j] (the f32 values, before
 // rounding to storage): each group of 4 consecutive rows from the chunk's
 // first summed in f32, (((r0 + r1) + r2) + r3), the group sums added in
@@ -60,19 +60,18 @@ constexpr int64_t dbias_span(int64_t cols) {
   const int64_t l = cols / a * 64;
   return l >= 1024 ? l : (1024 + l - 1) / l * l;
 }
-void bias_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
-              const void* dy, const void* x, const void* bias, void* dx,
-              double* dbias, void* y = nullptr);
+void bias_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride, const void* dy,
+              const void* x, const void* bias, void* dx, double* dbias,
+              void* y = nullptr);
 
 // GeGLU over `rows` rows, columns [0, cols) of a row whose gate half begins
 // `h` elements after its value half: x rows are 2h apart, y/dy rows h apart,
 // dx rows 2h apart. x and dx point at the value half's first column.
 // gelu_second: the GELU's half is the second one (GeluHalf::second).
-void geglu_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
-               const void* x, void* y, bool gelu_second = false);
-void geglu_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t h,
-               const void* dy, const void* x, void* dx, bool gelu_second = false,
-               void* y = nullptr);
+void geglu_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t h, const void* x,
+               void* y, bool gelu_second = false);
+void geglu_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t h, const void* dy,
+               const void* x, void* dx, bool gelu_second = false, void* y = nullptr);
 
 // Storage conversions on the kernels' own vector path (bf16/f16 rounded to
 // nearest-even, bit for bit as src/ref/convert.hpp).
@@ -86,7 +85,8 @@ void sums_to(DType, int64_t n, int64_t blocks, const double* in, void* out);
 // For tests: gelu_fwd / gelu_bwd on f32 values, not rounded, with the math
 // the kernels use for results of dtype `result` (bf16, f16: the form's
 // cheaper ForBf16F16 core, see MathFor in src/cpu/driver-inl.h).
-void gelu_fwd_f32_with_math_of(DType result, Approx, int64_t n, const float* x, float* y);
+void gelu_fwd_f32_with_math_of(DType result, Approx, int64_t n, const float* x,
+                               float* y);
 void gelu_bwd_f32_with_math_of(DType result, Approx, int64_t n, const float* dy,
                                const float* x, float* dx);
 

@@ -29,22 +29,22 @@ void GeluFwd(Approx form, DType t, int64_t n, const void* x, void* y) {
   });
 }
 
-void GeluBwd(Approx form, DType t, int64_t n, const void* dy, const void* x,
-             void* dx, void* y) {
+void GeluBwd(Approx form, DType t, int64_t n, const void* dy, const void* x, void* dx,
+             void* y) {
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
-    const Streams<S> st{CP<S>(dy), CP<S>(x), nullptr, P<S>(dx), nullptr, nullptr, P<S>(y)};
+    const Streams<S> st{CP<S>(dy), CP<S>(x), nullptr, P<S>(dx),
+                        nullptr,   nullptr,  P<S>(y)};
     if (y) Row<decltype(m), S, kBackward | kValue>(n, st);
     else Row<decltype(m), S, kBackward>(n, st);
   });
 }
 
-void AddFwd(Approx form, DType t, int64_t n, const void* a, const void* b,
-            void* y) {
+void AddFwd(Approx form, DType t, int64_t n, const void* a, const void* b, void* y) {
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
-    Row<decltype(m), S, kSum>(
-        n, {nullptr, CP<S>(a), CP<S>(b), P<S>(y), nullptr, nullptr});
+    Row<decltype(m), S, kSum>(n,
+                              {nullptr, CP<S>(a), CP<S>(b), P<S>(y), nullptr, nullptr});
   });
 }
 
@@ -148,8 +148,8 @@ void GeluFwdF32WithMathOf(DType t, Approx form, int64_t n, const float* x, float
   });
 }
 
-void GeluBwdF32WithMathOf(DType t, Approx form, int64_t n, const float* dy, const float* x,
-                          float* dx) {
+void GeluBwdF32WithMathOf(DType t, Approx form, int64_t n, const float* dy,
+                          const float* x, float* dx) {
   WithMathOf(t, form, [&](auto m) {
     Row<decltype(m), F32, kBackward>(n, {dy, x, nullptr, dx, nullptr, nullptr});
   });
@@ -202,12 +202,11 @@ HWY_EXPORT(GeluBwdF32WithMathOf);
 void gelu_fwd(Approx a, DType t, int64_t n, const void* x, void* y) {
   HWY_DYNAMIC_DISPATCH(GeluFwd)(a, t, n, x, y);
 }
-void gelu_bwd(Approx a, DType t, int64_t n, const void* dy, const void* x,
-              void* dx, void* y) {
+void gelu_bwd(Approx a, DType t, int64_t n, const void* dy, const void* x, void* dx,
+              void* y) {
   HWY_DYNAMIC_DISPATCH(GeluBwd)(a, t, n, dy, x, dx, y);
 }
-void add_fwd(Approx a, DType t, int64_t n, const void* pa, const void* pb,
-             void* y) {
+void add_fwd(Approx a, DType t, int64_t n, const void* pa, const void* pb, void* y) {
   HWY_DYNAMIC_DISPATCH(AddFwd)(a, t, n, pa, pb, y);
 }
 void add_bwd(Approx a, DType t, int64_t n, const void* dy, const void* pa,
@@ -237,9 +236,7 @@ void round_results_to_bf16(int64_t n, const float* in, uint16_t* out) {
   HWY_DYNAMIC_DISPATCH(RoundResultsToBf16)(n, in, out);
 }
 
-const char* target_name() {
-  return hwy::TargetName(HWY_DYNAMIC_DISPATCH(Target)());
-}
+const char* target_name() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(Target)()); }
 int64_t compiled_targets() { return HWY_TARGETS; }
 
 }  // namespace gelu::cpu

@@ -26,8 +26,9 @@ void BiasFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
     // Contiguous rows (the chunk is whole rows) of up to kFlatMaxCols: one
     // flat pass, no per-row call or tail step.
     if (stride == cols && rows > 1 && cols <= static_cast<int64_t>(kFlatMaxCols)) {
-      return BiasForwardFlat<decltype(m), S>(static_cast<size_t>(rows), static_cast<size_t>(cols),
-                                             CP<S>(x), CP<S>(bias), P<S>(y));
+      return BiasForwardFlat<decltype(m), S>(static_cast<size_t>(rows),
+                                             static_cast<size_t>(cols), CP<S>(x),
+                                             CP<S>(bias), P<S>(y));
     }
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t o = r * stride;
@@ -38,8 +39,8 @@ void BiasFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
 }
 
 void BiasBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
-             const void* dy, const void* x, const void* bias, void* dx,
-             double* dbias, void* y) {
+             const void* dy, const void* x, const void* bias, void* dx, double* dbias,
+             void* y) {
   if (rows == 0) {  // otherwise the first row group stores the sums
     for (int64_t j = 0; j < cols; ++j) dbias[j] = 0.0;
   }
@@ -52,15 +53,16 @@ void BiasBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
             CP<S>(bias), P<S>(dx), dbias, P<S>(y));
       }
       return BiasBackwardNarrow<decltype(m), S>(static_cast<size_t>(rows),
-                                                static_cast<size_t>(cols), CP<S>(dy), CP<S>(x),
-                                                CP<S>(bias), P<S>(dx), dbias);
+                                                static_cast<size_t>(cols), CP<S>(dy),
+                                                CP<S>(x), CP<S>(bias), P<S>(dx), dbias);
     }
     if (y) {
-      return BiasBackwardRows<decltype(m), S, kValue>(rows, cols, stride, CP<S>(dy), CP<S>(x),
-                                                      CP<S>(bias), P<S>(dx), dbias, P<S>(y));
+      return BiasBackwardRows<decltype(m), S, kValue>(rows, cols, stride, CP<S>(dy),
+                                                      CP<S>(x), CP<S>(bias), P<S>(dx),
+                                                      dbias, P<S>(y));
     }
-    BiasBackwardRows<decltype(m), S>(rows, cols, stride, CP<S>(dy), CP<S>(x), CP<S>(bias),
-                                     P<S>(dx), dbias);
+    BiasBackwardRows<decltype(m), S>(rows, cols, stride, CP<S>(dy), CP<S>(x),
+                                     CP<S>(bias), P<S>(dx), dbias);
   });
 }
 
@@ -72,9 +74,10 @@ void GegluFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
     using S = decltype(s);
     // The narrow path deinterleaves [gelu half | multiplier] rows; the
     // GELU on the second half keeps the per-row walk.
-    if (!gelu_second && cols == h && rows > 1 && h < static_cast<int64_t>(kNarrowCols)) {
-      return GegluForwardNarrow<decltype(m), S>(static_cast<size_t>(rows),
-                                                static_cast<size_t>(h), CP<S>(x), P<S>(y));
+    if (!gelu_second && cols == h && rows > 1 &&
+        h < static_cast<int64_t>(kNarrowCols)) {
+      return GegluForwardNarrow<decltype(m), S>(
+          static_cast<size_t>(rows), static_cast<size_t>(h), CP<S>(x), P<S>(y));
     }
     for (int64_t r = 0; r < rows; ++r) {
       const auto xr = CP<S>(x) + r * 2 * h;
@@ -89,20 +92,26 @@ void GegluBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
   const int64_t g = gelu_second ? h : 0, u = h - g;
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
-    if (!gelu_second && cols == h && rows > 1 && h < static_cast<int64_t>(kNarrowCols)) {
+    if (!gelu_second && cols == h && rows > 1 &&
+        h < static_cast<int64_t>(kNarrowCols)) {
       if (y) {
         return GegluBackwardNarrow<decltype(m), S, kValue>(
-            static_cast<size_t>(rows), static_cast<size_t>(h), CP<S>(dy), CP<S>(x), P<S>(dx),
-            P<S>(y));
+            static_cast<size_t>(rows), static_cast<size_t>(h), CP<S>(dy), CP<S>(x),
+            P<S>(dx), P<S>(y));
       }
       return GegluBackwardNarrow<decltype(m), S>(static_cast<size_t>(rows),
-                                                 static_cast<size_t>(h), CP<S>(dy), CP<S>(x),
-                                                 P<S>(dx));
+                                                 static_cast<size_t>(h), CP<S>(dy),
+                                                 CP<S>(x), P<S>(dx));
     }
     for (int64_t r = 0; r < rows; ++r) {
       const auto xr = CP<S>(x) + r * 2 * h;
       const auto dxr = P<S>(dx) + r * 2 * h;
-      const Streams<S> st{CP<S>(dy) + r * h, xr + g, xr + u, dxr + g, dxr + u, nullptr,
+      const Streams<S> st{CP<S>(dy) + r * h,
+                          xr + g,
+                          xr + u,
+                          dxr + g,
+                          dxr + u,
+                          nullptr,
                           y ? P<S>(y) + r * h : nullptr};
       if (y) Row<decltype(m), S, kGated | kBackward | kValue>(cols, st);
       else Row<decltype(m), S, kGated | kBackward>(cols, st);
@@ -130,17 +139,16 @@ void bias_fwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t stride,
   HWY_DYNAMIC_DISPATCH(BiasFwd)(a, t, rows, cols, stride, x, bias, y);
 }
 void bias_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t stride,
-              const void* dy, const void* x, const void* bias, void* dx,
-              double* dbias, void* y) {
-  HWY_DYNAMIC_DISPATCH(BiasBwd)(a, t, rows, cols, stride, dy, x, bias, dx,
-                                dbias, y);
+              const void* dy, const void* x, const void* bias, void* dx, double* dbias,
+              void* y) {
+  HWY_DYNAMIC_DISPATCH(BiasBwd)(a, t, rows, cols, stride, dy, x, bias, dx, dbias, y);
 }
-void geglu_fwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h,
-               const void* x, void* y, bool gelu_second) {
+void geglu_fwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h, const void* x,
+               void* y, bool gelu_second) {
   HWY_DYNAMIC_DISPATCH(GegluFwd)(a, t, rows, cols, h, x, y, gelu_second);
 }
-void geglu_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h,
-               const void* dy, const void* x, void* dx, bool gelu_second, void* y) {
+void geglu_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h, const void* dy,
+               const void* x, void* dx, bool gelu_second, void* y) {
   HWY_DYNAMIC_DISPATCH(GegluBwd)(a, t, rows, cols, h, dy, x, dx, gelu_second, y);
 }
 

@@ -51,7 +51,8 @@ static_assert(kSpanAlign % (HWY_MAX_BYTES / 2 > 0 ? HWY_MAX_BYTES / 2 : 1) == 0,
 inline constexpr size_t kNarrowCols = static_cast<size_t>(kDbiasNarrowCols);
 // The stack buffers hold the longest span, 63 * 64 elements.
 inline constexpr size_t kMaxSpan = 4096;
-static_assert(dbias_span(kDbiasNarrowCols - 1) <= static_cast<int64_t>(kMaxSpan), "spans fit");
+static_assert(dbias_span(kDbiasNarrowCols - 1) <= static_cast<int64_t>(kMaxSpan),
+              "spans fit");
 // bias_gelu's flat pass keeps a bias copy of cols + one chunk on the stack;
 // a chunk is whole steps on every target (kSpanAlign divides it).
 inline constexpr size_t kFlatMaxCols = 1024;
@@ -61,7 +62,9 @@ static_assert(kFlatChunk % kSpanAlign == 0, "chunks of whole steps");
 namespace narrow {
 
 // The span for rows of `cols` (< kNarrowCols) elements.
-inline size_t Span(size_t cols) { return static_cast<size_t>(dbias_span(static_cast<int64_t>(cols))); }
+inline size_t Span(size_t cols) {
+  return static_cast<size_t>(dbias_span(static_cast<int64_t>(cols)));
+}
 
 // buf[0, span) = src repeated (span a multiple of cols).
 template <class T>

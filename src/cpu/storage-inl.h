@@ -83,7 +83,8 @@ struct BF16 {
     const hn::RebindToSigned<DF> di;
     const hn::Rebind<uint16_t, DF> d16;
     const auto rounded = hn::ShiftRight<16>(RoundHigh(df, v));
-    const auto quiet = hn::Or(hn::ShiftRight<16>(hn::BitCast(du, v)), hn::Set(du, 0x0040u));
+    const auto quiet = hn::Or(hn::ShiftRight<16>(hn::BitCast(du, v)),
+                              hn::Set(du, 0x0040u));
     const auto r = hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet, rounded);
     // Every lane is < 2^16, so the saturating i32 -> u16 demotion is exact.
     hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, r)), d16, p);
@@ -204,9 +205,8 @@ struct F16 : Contiguous2<F16, uint16_t> {
     // Inf/NaN: exponent all ones, payload kept as is.
     const auto infnan = hn::Or(shifted, hn::Set(du, 0x7f800000u));
     // Zero/subnormal: mantissa * 2^-24, exact in f32.
-    const auto sub = hn::BitCast(
-        du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, em)),
-                    hn::Set(df, 1.0f / 16777216.0f)));
+    const auto sub = hn::BitCast(du, hn::Mul(hn::ConvertTo(df, hn::BitCast(di, em)),
+                                             hn::Set(df, 1.0f / 16777216.0f)));
     auto r = hn::IfThenElse(hn::Eq(exp, hn::Zero(du)), sub, normal);
     r = hn::IfThenElse(hn::Eq(exp, hn::Set(du, 0x7c00u)), infnan, r);
     return hn::BitCast(df, hn::Or(r, sign));
@@ -233,16 +233,15 @@ struct F16 : Contiguous2<F16, uint16_t> {
     // Normal f16: rebias 127 -> 15 and round away the 13 dropped bits.
     const auto rb = hn::Sub(a, hn::Set(du, 0x38000000u));
     const auto lsb = hn::And(hn::ShiftRight<13>(rb), hn::Set(du, 1u));
-    const auto normal =
-        hn::ShiftRight<13>(hn::Add(rb, hn::Add(hn::Set(du, 0xfffu), lsb)));
+    const auto normal = hn::ShiftRight<13>(
+        hn::Add(rb, hn::Add(hn::Set(du, 0xfffu), lsb)));
     r = hn::IfThenElse(hn::RebindMask(du, hn::Gt(ai, hn::Set(di, 0x38800000 - 1))),
                        normal, r);
     r = hn::IfThenElse(hn::RebindMask(du, hn::Gt(ai, hn::Set(di, 0x477ff000 - 1))),
                        hn::Set(du, 0x7c00u), r);
     const auto nan = hn::Or(hn::Set(du, 0x7e00u),
                             hn::And(hn::ShiftRight<13>(a), hn::Set(du, 0x3ffu)));
-    r = hn::IfThenElse(hn::RebindMask(du, hn::Gt(ai, hn::Set(di, 0x7f800000))),
-                       nan, r);
+    r = hn::IfThenElse(hn::RebindMask(du, hn::Gt(ai, hn::Set(di, 0x7f800000))), nan, r);
     r = hn::Or(r, sign);
     hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, r)), d16, p);
 #endif

@@ -20,20 +20,17 @@ double normal_pdf(double x) { return kInvSqrt2Pi * std::exp(-0.5 * x * x); }
 // The "gate" s(x) of each form (gelu = x * s(x)) and its derivative s'(x).
 double gate(Approx form, double x) {
   switch (form) {
-    case Approx::none:
-      return normal_cdf(x);
+    case Approx::none: return normal_cdf(x);
     case Approx::tanh:
       return sigmoid(2.0 * kSqrt2OverPi * (x + kTanhCubic * x * x * x));
-    case Approx::quick:
-      return sigmoid(kQuickScale * x);
+    case Approx::quick: return sigmoid(kQuickScale * x);
   }
   return std::numeric_limits<double>::quiet_NaN();
 }
 
 double gate_slope(Approx form, double x) {
   switch (form) {
-    case Approx::none:
-      return normal_pdf(x);
+    case Approx::none: return normal_pdf(x);
     case Approx::tanh: {
       // d/dx sigmoid(2u) = 2 sigmoid(2u) sigmoid(-2u) u'.
       const double u = kSqrt2OverPi * (x + kTanhCubic * x * x * x);

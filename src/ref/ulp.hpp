@@ -50,10 +50,8 @@ inline double ulp_error(DType t, double got, double exact) {
 
 // Backward bound: |got - exact| in ULPs of scale = |t1| + |t2| (times |dy|),
 // the measure the accuracy contract bounds by 2.
-inline double scaled_ulp_error(DType t, double got, double exact,
-                               double scale) {
-  if (std::isnan(exact) || std::isnan(got) || std::isinf(exact) ||
-      std::isinf(got))
+inline double scaled_ulp_error(DType t, double got, double exact, double scale) {
+  if (std::isnan(exact) || std::isnan(got) || std::isinf(exact) || std::isinf(got))
     return ulp_error(t, got, exact);
   return std::fabs(got - exact) / ulp_of(t, scale);
 }

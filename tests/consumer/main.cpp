@@ -42,8 +42,8 @@ int main() {
     const double exact = gelu_erf(x[i]);
     const double err = std::fabs(double(y[i]) - exact) / ulp(float(exact));
     if (!(err <= 2.0)) {  // also catches a NaN left unwritten
-      std::printf("FAIL: gelu(%.9g) = %.9g, exact %.9g (%.2f ulp)\n", x[i],
-                  y[i], exact, err);
+      std::printf("FAIL: gelu(%.9g) = %.9g, exact %.9g (%.2f ulp)\n", x[i], y[i], exact,
+                  err);
       ++failures;
     }
   }
@@ -57,8 +57,7 @@ int main() {
     std::printf("gelu::Error as expected: %s\n", e.what());
   }
 
-  std::printf("%s: gelu-fusion %s (%s), %zu values\n",
-              failures ? "FAILED" : "ok", gelu::version(),
-              gelu::simd_target().c_str(), x.size());
+  std::printf("%s: gelu-fusion %s (%s), %zu values\n", failures ? "FAILED" : "ok",
+              gelu::version(), gelu::simd_target().c_str(), x.size());
   return failures ? 1 : 0;
 }

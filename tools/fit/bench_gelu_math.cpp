@@ -9,9 +9,9 @@
 // Inputs: N(0, 1), N(0, 2), N(0, 3) and the negative tail U[-14, -4].
 // N=<elements> in the environment changes the size.
 #include <algorithm>
-#include <cstdlib>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <string>
@@ -46,13 +46,10 @@ HWY_NOINLINE void Bwd(const float* dy, const float* x, float* dx, size_t n) {
               d, dx + i);
 }
 // form: 0 erf, 1 tanh, 2 quick; bwd: 0/1.
-void Run(int form, int bwd, const float* dy, const float* x, float* y,
-         size_t n) {
+void Run(int form, int bwd, const float* dy, const float* x, float* y, size_t n) {
   if (form == 0) bwd ? Bwd<GeluErfMath>(dy, x, y, n) : Fwd<GeluErfMath>(x, y, n);
-  if (form == 1)
-    bwd ? Bwd<GeluTanhMath>(dy, x, y, n) : Fwd<GeluTanhMath>(x, y, n);
-  if (form == 2)
-    bwd ? Bwd<GeluQuickMath>(dy, x, y, n) : Fwd<GeluQuickMath>(x, y, n);
+  if (form == 1) bwd ? Bwd<GeluTanhMath>(dy, x, y, n) : Fwd<GeluTanhMath>(x, y, n);
+  if (form == 2) bwd ? Bwd<GeluQuickMath>(dy, x, y, n) : Fwd<GeluQuickMath>(x, y, n);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -77,17 +74,15 @@ int main() {
 
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream s(eng);
-  const memory::desc md({int64_t(n)}, memory::data_type::f32,
-                        memory::format_tag::a);
+  const memory::desc md({int64_t(n)}, memory::data_type::f32, memory::format_tag::a);
   memory mx(md, eng, x.get()), mdy(md, eng, dy.get()), my(md, eng, y.get());
-  const auto fdesc = dnnl::eltwise_forward::desc(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::eltwise_gelu_erf,
-      md, 0.f, 0.f);
+  const auto fdesc = dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training,
+                                                 dnnl::algorithm::eltwise_gelu_erf, md,
+                                                 0.f, 0.f);
   const auto fpd = dnnl::eltwise_forward::primitive_desc(fdesc, eng);
   dnnl::eltwise_forward fwd(fpd);
   const auto bpd = dnnl::eltwise_backward::primitive_desc(
-      dnnl::eltwise_backward::desc(dnnl::algorithm::eltwise_gelu_erf, md, md,
-                                   0.f, 0.f),
+      dnnl::eltwise_backward::desc(dnnl::algorithm::eltwise_gelu_erf, md, md, 0.f, 0.f),
       eng, fpd);
   dnnl::eltwise_backward bwd(bpd);
 
@@ -97,24 +92,29 @@ int main() {
     std::vector<double> ns;
   };
   std::vector<Case> cases;
-  cases.push_back({"onednn gelu_erf fwd", [&] {
+  cases.push_back({"onednn gelu_erf fwd",
+                   [&] {
                      fwd.execute(s, {{DNNL_ARG_SRC, mx}, {DNNL_ARG_DST, my}});
                      s.wait();
-                   }, {}});
-  cases.push_back({"onednn gelu_erf bwd", [&] {
+                   },
+                   {}});
+  cases.push_back({"onednn gelu_erf bwd",
+                   [&] {
                      bwd.execute(s, {{DNNL_ARG_SRC, mx},
                                      {DNNL_ARG_DIFF_DST, mdy},
                                      {DNNL_ARG_DIFF_SRC, my}});
                      s.wait();
-                   }, {}});
+                   },
+                   {}});
   const char* forms[] = {"erf", "tanh", "quick"};
   for (int f = 0; f < 3; ++f) {
     for (int b = 0; b < 2; ++b) {
       cases.push_back({std::string("ours ") + forms[f] + (b ? " bwd" : " fwd"),
                        [&, f, b] {
-                         HWY_DYNAMIC_DISPATCH(gelu::cpu::Run)(
-                             f, b, dy.get(), x.get(), y.get(), n);
-                       }, {}});
+                         HWY_DYNAMIC_DISPATCH(gelu::cpu::Run)
+                         (f, b, dy.get(), x.get(), y.get(), n);
+                       },
+                       {}});
     }
   }
   std::printf("target %s, %zu elements, 1 thread, median ns/element\n",
@@ -130,8 +130,8 @@ int main() {
         const auto t0 = std::chrono::steady_clock::now();
         c.fn();
         const auto t1 = std::chrono::steady_clock::now();
-        c.ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0)
-                           .count() / double(n));
+        c.ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() /
+                       double(n));
       }
     }
     std::printf("inputs %s\n", dist_name[dist]);
@@ -141,8 +141,7 @@ int main() {
       return v[v.size() / 2];
     }();
     for (Case& c : cases) {
-      std::nth_element(c.ns.begin(), c.ns.begin() + c.ns.size() / 2,
-                       c.ns.end());
+      std::nth_element(c.ns.begin(), c.ns.begin() + c.ns.size() / 2, c.ns.end());
       const double med = c.ns[c.ns.size() / 2];
       std::printf("  %-22s %7.3f ns/elem  (oneDNN fwd / this = %.2fx)\n",
                   c.name.c_str(), med, base / med);

@@ -22,8 +22,8 @@
 
 #include "cpu/kernels.hpp"
 #include "gelu/gelu.hpp"
-#include "oneapi/dnnl/dnnl.hpp"
 #include "omp.h"
+#include "oneapi/dnnl/dnnl.hpp"
 
 namespace {
 
@@ -53,7 +53,8 @@ void Time(std::vector<Case>& cases, int rounds, size_t n) {
       const auto t0 = std::chrono::steady_clock::now();
       c.fn();
       const auto t1 = std::chrono::steady_clock::now();
-      c.ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / double(n));
+      c.ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() /
+                     double(n));
     }
 }
 
@@ -77,34 +78,47 @@ int main() {
   const memory::desc md({int64_t(n)}, memory::data_type::f32, memory::format_tag::a);
   memory mx(md, eng, x.data()), mdy(md, eng, dy.data()), my(md, eng, y.data());
   std::vector<Case> cases;
-  for (auto alg : {dnnl::algorithm::eltwise_gelu_erf, dnnl::algorithm::eltwise_gelu_tanh}) {
+  for (auto alg :
+       {dnnl::algorithm::eltwise_gelu_erf, dnnl::algorithm::eltwise_gelu_tanh}) {
     const std::string an = alg == dnnl::algorithm::eltwise_gelu_erf ? "erf" : "tanh";
     const auto fpd = dnnl::eltwise_forward::primitive_desc(
-        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, alg, md, 0.f, 0.f), eng);
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, alg, md, 0.f,
+                                    0.f),
+        eng);
     const auto bpd = dnnl::eltwise_backward::primitive_desc(
         dnnl::eltwise_backward::desc(alg, md, md, 0.f, 0.f), eng, fpd);
     dnnl::eltwise_forward fwd(fpd);
     dnnl::eltwise_backward bwd(bpd);
-    cases.push_back({"onednn " + an + " fwd", [=, &strm] {
+    cases.push_back({"onednn " + an + " fwd",
+                     [=, &strm] {
                        fwd.execute(strm, {{DNNL_ARG_SRC, mx}, {DNNL_ARG_DST, my}});
                        strm.wait();
-                     }, {}});
-    cases.push_back({"onednn " + an + " bwd", [=, &strm] {
-                       bwd.execute(strm, {{DNNL_ARG_SRC, mx}, {DNNL_ARG_DIFF_DST, mdy},
+                     },
+                     {}});
+    cases.push_back({"onednn " + an + " bwd",
+                     [=, &strm] {
+                       bwd.execute(strm, {{DNNL_ARG_SRC, mx},
+                                          {DNNL_ARG_DIFF_DST, mdy},
                                           {DNNL_ARG_DIFF_SRC, my}});
                        strm.wait();
-                     }, {}});
+                     },
+                     {}});
   }
-  const gelu::Approx forms[] = {gelu::Approx::none, gelu::Approx::tanh, gelu::Approx::quick};
+  const gelu::Approx forms[] = {gelu::Approx::none, gelu::Approx::tanh,
+                                gelu::Approx::quick};
   const char* fname[] = {"erf", "tanh", "quick"};
   for (int f = 0; f < 3; ++f) {
     const auto a = forms[f];
-    cases.push_back({std::string("ours ") + fname[f] + " fwd",
-                     [&, a] { gelu::cpu::gelu_fwd(a, gelu::DType::f32, n, x.data(), y.data()); },
+    cases.push_back(
+        {std::string("ours ") + fname[f] + " fwd",
+         [&, a] { gelu::cpu::gelu_fwd(a, gelu::DType::f32, n, x.data(), y.data()); },
+         {}});
+    cases.push_back({std::string("ours ") + fname[f] + " bwd",
+                     [&, a] {
+                       gelu::cpu::gelu_bwd(a, gelu::DType::f32, n, dy.data(), x.data(),
+                                           y.data());
+                     },
                      {}});
-    cases.push_back({std::string("ours ") + fname[f] + " bwd", [&, a] {
-                       gelu::cpu::gelu_bwd(a, gelu::DType::f32, n, dy.data(), x.data(), y.data());
-                     }, {}});
   }
   for (int dist = 0; dist < 4; ++dist) {
     Fill(x, dist);
@@ -120,19 +134,23 @@ int main() {
   std::vector<float> bx(nb), by(nb);
   std::vector<Case> bc;
   for (int th : {1, 2}) {
-    bc.push_back({"copy " + std::to_string(th) + "t", [&, th] {
+    bc.push_back({"copy " + std::to_string(th) + "t",
+                  [&, th] {
 #pragma omp parallel for num_threads(th)
                     for (int k = 0; k < th; ++k) {
                       const size_t lo = nb * k / th, hi = nb * (k + 1) / th;
                       std::memcpy(by.data() + lo, bx.data() + lo, (hi - lo) * 4);
                     }
-                  }, {}});
-    bc.push_back({"ours erf fwd " + std::to_string(th) + "t", [&, th] {
+                  },
+                  {}});
+    bc.push_back({"ours erf fwd " + std::to_string(th) + "t",
+                  [&, th] {
                     gelu::Options o;
                     o.num_threads = th;
                     gelu::gelu({bx.data(), gelu::DType::f32, {int64_t(nb)}},
                                {by.data(), gelu::DType::f32, {int64_t(nb)}}, o);
-                  }, {}});
+                  },
+                  {}});
   }
   for (int dist = 0; dist < 3; ++dist) {
     Fill(bx, dist);
@@ -142,7 +160,8 @@ int main() {
       const double med = Quantile(bc[k].ns, 0.5);
       std::printf("  %-18s %6.3f [%6.3f %6.3f]", bc[k].name.c_str(), med,
                   Quantile(bc[k].ns, 0.25), Quantile(bc[k].ns, 0.75));
-      if (k % 2 == 1) std::printf("  %3.0f%% of copy", 100.0 * Quantile(bc[k - 1].ns, 0.5) / med);
+      if (k % 2 == 1)
+        std::printf("  %3.0f%% of copy", 100.0 * Quantile(bc[k - 1].ns, 0.5) / med);
       std::printf("\n");
     }
   }

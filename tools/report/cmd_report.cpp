@@ -47,7 +47,8 @@ std::vector<std::string> split(const std::string& s) {
 int64_t parse_size(std::string s) {
   int64_t mul = 1;
   if (!s.empty() && (s.back() == 'K' || s.back() == 'k')) mul = 1 << 10, s.pop_back();
-  else if (!s.empty() && (s.back() == 'M' || s.back() == 'm')) mul = 1 << 20, s.pop_back();
+  else if (!s.empty() && (s.back() == 'M' || s.back() == 'm'))
+    mul = 1 << 20, s.pop_back();
   const int64_t v = std::stoll(s) * mul;
   if (v <= 0) throw Error("--sizes: " + s + " is not a positive size");
   return v;
@@ -60,7 +61,8 @@ fs::path binary_dir() {
 }
 
 std::vector<std::string> timing_rules(const Settings& s) {
-  const TimingPolicy small = policy_for(4096, s.quick), mid = policy_for(1 << 22, s.quick),
+  const TimingPolicy small = policy_for(4096, s.quick),
+                     mid = policy_for(1 << 22, s.quick),
                      big = policy_for(1 << 25, s.quick);
   auto span = [](const TimingPolicy& p) {
     return std::to_string(p.min_rounds) + "-" + std::to_string(p.max_rounds);
@@ -84,8 +86,10 @@ std::vector<std::string> timing_rules(const Settings& s) {
       "taking at least 256 KiB (smaller copies stay on one thread).",
       "Each figure is the median of its rounds, with the min-max spread: " +
           span(small) + " rounds up to 256K elements, " + span(mid) + " at 4M, " +
-          span(big) + " beyond (rounds stop at a time budget once the minimum is met); "
-          "a case where one call of any contender takes over 0.5 s is timed in one round "
+          span(big) +
+          " beyond (rounds stop at a time budget once the minimum is met); "
+          "a case where one call of any contender takes over 0.5 s is timed in one "
+          "round "
           "(see the JSON's rounds).",
       "Threads: every row states its thread count and every contender uses that "
       "count (ours: Options::num_threads; oneDNN: omp_set_num_threads; PyTorch: "
@@ -158,7 +162,8 @@ int run_report(const std::vector<std::string>& args) {
   s.threads = {1, all};
   if (!threads.empty()) {
     s.threads.clear();
-    for (const auto& t : split(threads)) s.threads.push_back(t == "all" ? all : std::stoi(t));
+    for (const auto& t : split(threads))
+      s.threads.push_back(t == "all" ? all : std::stoi(t));
   }
   std::sort(s.threads.begin(), s.threads.end());
   s.threads.erase(std::unique(s.threads.begin(), s.threads.end()), s.threads.end());
@@ -186,17 +191,20 @@ int run_report(const std::vector<std::string>& args) {
                  "(estimate %.0f s)\n",
                  torch.throughput_jobs(), 5 + 0.4 * torch.throughput_jobs());
     torch.run();
-    r.machine.push_back({"PyTorch", torch.note().empty() ? torch.version() + " (python subprocess)"
-                                                         : torch.note()});
+    r.machine.push_back({"PyTorch", torch.note().empty()
+                                        ? torch.version() + " (python subprocess)"
+                                        : torch.note()});
   } else {
     r.machine.push_back({"PyTorch", "skipped (--no-peers)"});
   }
   fill_torch(s, torch, pending, r);
   fs::remove_all(out_dir / "torch-jobs");
-  if (s.peers) r.model_block = run_model_block(s.quick, (out_dir / "model_block.md").string());
+  if (s.peers)
+    r.model_block = run_model_block(s.quick, (out_dir / "model_block.md").string());
 
   // JSON first: the chart is drawn from it.
-  const fs::path json_file = json_path.empty() ? out_dir / "report.json" : fs::path(json_path);
+  const fs::path json_file = json_path.empty() ? out_dir / "report.json"
+                                               : fs::path(json_path);
   r.seconds = (now_ns() - start) * 1e-9;
   auto write = [](const fs::path& p, const std::string& text) {
     std::ofstream f(p);
@@ -206,15 +214,16 @@ int run_report(const std::vector<std::string>& args) {
   write(json_file, json(r));
   const fs::path png = out_dir / "report.png";
   fs::remove(png);
-  const std::string chart_cmd = "/usr/bin/python3 '" + report_script("report_chart.py") +
-                                "' '" + json_file.string() + "' '" +
-                                png.string() + "'";
+  const std::string chart_cmd = "/usr/bin/python3 '" +
+                                report_script("report_chart.py") + "' '" +
+                                json_file.string() + "' '" + png.string() + "'";
   std::fflush(stdout);
   if (std::system(chart_cmd.c_str()) == 0 && fs::exists(png)) {
     r.chart = "report.png";
-    r.chart_note = "GB/s of compulsory traffic against size, f32, one panel per op "
-                   "(rows: op families; columns: forward, backward); solid lines 1 "
-                   "thread, dashed all threads; the grey line is the copy (the roofline).";
+    r.chart_note =
+        "GB/s of compulsory traffic against size, f32, one panel per op "
+        "(rows: op families; columns: forward, backward); solid lines 1 "
+        "thread, dashed all threads; the grey line is the copy (the roofline).";
   } else {
     r.chart_note = "No chart: the chart script failed or matplotlib is missing.";
   }
@@ -241,5 +250,6 @@ int report_command(const std::vector<std::string>& args) {
 }
 }  // namespace
 
-GELU_COMMAND("report", "accuracy, throughput vs copy/oneDNN/PyTorch, chart (build/report)",
+GELU_COMMAND("report",
+             "accuracy, throughput vs copy/oneDNN/PyTorch, chart (build/report)",
              report_command);

@@ -105,7 +105,9 @@ std::vector<RegionError> measure(const Case& c, Approx form) {
     // Relative error only where the exact value is a normal number of the
     // format: below, ULP (absolute spacing) is the meaningful measure.
     const double min_normal = std::ldexp(1.0, ref::format_bits(t).min_exp);
-    double rel = std::fabs(exact) >= min_normal ? std::fabs(got - exact) / std::fabs(exact) : 0;
+    double rel = std::fabs(exact) >= min_normal
+                     ? std::fabs(got - exact) / std::fabs(exact)
+                     : 0;
     if (std::isnan(got)) rel = ulp = std::numeric_limits<double>::infinity();
     for (int g = 0; g < kNumRegions; ++g) {
       if (!in_region(kRegions[g], s, g == kNumRegions - 1)) continue;

@@ -23,13 +23,15 @@ void run_cliffs(const Settings& s, Report& r) {
   if (ops.empty()) return;
   const int64_t big = *std::max_element(s.sizes.begin(), s.sizes.end());
   const int64_t cached = std::min<int64_t>(big, 1 << 18);
-  std::fprintf(stderr, "report: kernel cliffs: storage dtypes at %lld elements, "
+  std::fprintf(stderr,
+               "report: kernel cliffs: storage dtypes at %lld elements, "
                "input scales of the other forms (estimate %.0f s)\n",
                static_cast<long long>(big), 4 + 2e-7 * big);
   for (OpId op : ops) {
     // Storage: f32, bf16, f16 in the same rounds.
     const Shape shape = shape_for(big);
-    Case f32 = make_case(op, DType::f32, shape), bf16 = make_case(op, DType::bf16, shape),
+    Case f32 = make_case(op, DType::f32, shape),
+         bf16 = make_case(op, DType::bf16, shape),
          f16 = make_case(op, DType::f16, shape);
     for (int threads : s.threads) {
       const auto st = time_interleaved({[&] { run_ours(f32, Approx::none, threads); },
@@ -54,8 +56,9 @@ void run_cliffs(const Settings& s, Report& r) {
         for (Case& c : cases) fns.push_back([&c, form] { run_ours(c, form, 1); });
         const auto st = time_interleaved(fns, policy_for(n, s.quick));
         for (size_t k = 1; k < cases.size(); ++k)
-          r.cliffs.push_back({std::string(kInputScales[k].name) + " vs N(0,1) elements/s", op,
-                              form, n, 1, st[0], st[k], scale_target(kInputScales[k], form)});
+          r.cliffs.push_back(
+              {std::string(kInputScales[k].name) + " vs N(0,1) elements/s", op, form, n,
+               1, st[0], st[k], scale_target(kInputScales[k], form)});
       }
       if (cached == big) break;
     }

@@ -25,8 +25,7 @@ Buffer::Buffer(int64_t bytes) : bytes_(bytes) {
   std::memset(p_.get(), 0, static_cast<size_t>(rounded));  // first touch
 }
 
-void fill_uniform(DType t, void* p, int64_t n, float lo, float hi,
-                  uint64_t seed) {
+void fill_uniform(DType t, void* p, int64_t n, float lo, float hi, uint64_t seed) {
   uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
   const float scale = (hi - lo) / 16777216.0f;
   for (int64_t i = 0; i < n; ++i) {
@@ -45,7 +44,8 @@ void fill_normal(DType t, void* p, int64_t n, float sigma, uint64_t seed) {
   };
   for (int64_t i = 0; i < n; ++i) {
     const double r = std::sqrt(-2.0 * std::log(uniform01()));
-    store(t, p, i, static_cast<float>(sigma * r * std::cos(6.283185307179586 * uniform01())));
+    store(t, p, i,
+          static_cast<float>(sigma * r * std::cos(6.283185307179586 * uniform01())));
   }
 }
 

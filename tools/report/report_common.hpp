@@ -11,15 +11,15 @@
 #include <vector>
 
 #include "core/op_table.hpp"
-#include "ref/elements.hpp"
 #include "gelu/gelu.hpp"
+#include "ref/elements.hpp"
 
 namespace gelu::report {
 
 // The ops the report measures: every op of the table (core::all_ops), with
 // their names, families and tensors from there.
-using core::OpId;
 using core::op_decl;
+using core::OpId;
 
 // The shape a size is run at: n GELU evaluations as rows x cols (cols =
 // 4096, a transformer hidden size, when it divides n; else one row).
@@ -58,8 +58,7 @@ class Buffer {
 using ref::load;
 using ref::store;
 // Fills n elements with uniform values in [lo, hi), deterministically.
-void fill_uniform(DType, void* p, int64_t n, float lo, float hi,
-                  uint64_t seed);
+void fill_uniform(DType, void* p, int64_t n, float lo, float hi, uint64_t seed);
 // n values drawn from N(0, sigma^2), rounded to the dtype.
 void fill_normal(DType, void* p, int64_t n, float sigma, uint64_t seed);
 
@@ -86,8 +85,8 @@ struct AccuracyRow {
   OpId op;
   Approx form;
   DType dtype;
-  std::string impl;  // "ours", "oneDNN", "PyTorch"
-  std::string note;  // why a peer has no figure ("" when it has one)
+  std::string impl;                  // "ours", "oneDNN", "PyTorch"
+  std::string note;                  // why a peer has no figure ("" when it has one)
   std::vector<RegionError> regions;  // one per kRegions entry
 };
 
@@ -96,8 +95,8 @@ struct Stat {  // nanoseconds per call over the rounds
   int rounds = 0;
 };
 struct PeerTime {
-  std::optional<Stat> t;      // absent: see note
-  std::optional<Stat> copy;   // the peer's own copy (PyTorch: inside python)
+  std::optional<Stat> t;     // absent: see note
+  std::optional<Stat> copy;  // the peer's own copy (PyTorch: inside python)
   // Ours, timed in the peer's own rounds (PyTorch: through the adapter's
   // out= overloads); when present the ratio is taken against this.
   std::optional<Stat> ours;

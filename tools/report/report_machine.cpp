@@ -48,8 +48,12 @@ std::string cpu_description() {
                       (model >= 0xA0 && model <= 0xAF);
     core = zen4 ? ": Zen 4" : ": Zen 3";
   }
-  return name + " (" + (amd ? "AMD" : intel ? "Intel" : "x86") + " family " +
-         std::to_string(family) + " model " + std::to_string(model) + core + ")";
+  return name + " (" +
+         (amd     ? "AMD"
+          : intel ? "Intel"
+                  : "x86") +
+         " family " + std::to_string(family) + " model " + std::to_string(model) +
+         core + ")";
 }
 
 std::string kib(int64_t bytes) {
@@ -68,12 +72,14 @@ std::vector<std::pair<std::string, std::string>> machine_facts() {
   std::ifstream("/proc/loadavg") >> load;
   char load_text[128];
   std::snprintf(load_text, sizeof load_text, "%.2f at start%s", load,
-                load > 0.5 * m.cores ? " (busy: other processes compete, multi-thread rows suffer most)" : "");
+                load > 0.5 * m.cores
+                    ? " (busy: other processes compete, multi-thread rows suffer most)"
+                    : "");
   return {
       {"CPU", cpu_description()},
       {"SIMD target (chosen at run time)", gelu::simd_target()},
-      {"caches", "L1d " + kib(m.l1d_bytes) + ", L2 " + kib(m.l2_bytes) +
-                     ", L3 " + kib(m.l3_bytes)},
+      {"caches", "L1d " + kib(m.l1d_bytes) + ", L2 " + kib(m.l2_bytes) + ", L3 " +
+                     kib(m.l3_bytes)},
       {"cores (OpenMP)", std::to_string(m.cores)},
       {"library default threads", std::to_string(gelu::default_num_threads())},
       {"OMP_PROC_BIND", bind ? bind : "unset (threads not bound to cores)"},

@@ -22,15 +22,17 @@ std::string run_model_block(bool quick, const std::string& out_file) {
                quick ? "1 thread" : "1 and 2 threads");
   std::filesystem::remove(out_file);
   // Its output goes to out_file only: the report prints the section itself.
-  const std::string cmd = "'" + python + "' '" + script + "' --package-dir '" + package +
-                          "' --out '" + out_file + "'" +
-                          (quick ? " --threads 1 --steps 3" : " --threads 1,2 --steps 7") +
+  const std::string cmd = "'" + python + "' '" + script + "' --package-dir '" +
+                          package + "' --out '" + out_file + "'" +
+                          (quick ? " --threads 1 --steps 3"
+                                 : " --threads 1,2 --steps 7") +
                           " > /dev/null";
   std::fflush(stdout);
   const int rc = std::system(cmd.c_str());
   std::ifstream in(out_file);
-  if (!in) return "## Model block\n\nNot measured: the script failed (exit " +
-                  std::to_string(rc) + ").\n";
+  if (!in)
+    return "## Model block\n\nNot measured: the script failed (exit " +
+           std::to_string(rc) + ").\n";
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();

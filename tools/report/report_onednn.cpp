@@ -77,8 +77,8 @@ std::unique_ptr<Peer> build(Case& c, Approx f) {
   auto mem = [&](void* p) { return memory(md, e.eng, p); };
   switch (c.op) {
     case OpId::gelu: {
-      dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, alg(f),
-                                     md, alpha(f), 0.f);
+      dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, alg(f), md,
+                                     alpha(f), 0.f);
       dnnl::eltwise_forward::primitive_desc pd(fd, e.eng);
       return std::make_unique<Prim>(
           dnnl::eltwise_forward(pd),
@@ -86,23 +86,22 @@ std::unique_ptr<Peer> build(Case& c, Approx f) {
                                           {DNNL_ARG_DST, mem(c.out.data())}});
     }
     case OpId::gelu_backward: {
-      dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, alg(f),
-                                     md, alpha(f), 0.f);
+      dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training, alg(f), md,
+                                     alpha(f), 0.f);
       dnnl::eltwise_forward::primitive_desc fpd(fd, e.eng);
       dnnl::eltwise_backward::desc bd(alg(f), md, md, alpha(f), 0.f);
       dnnl::eltwise_backward::primitive_desc pd(bd, e.eng, fpd);
       return std::make_unique<Prim>(
           dnnl::eltwise_backward(pd),
-          std::unordered_map<int, memory>{
-              {DNNL_ARG_SRC, mem(c.x.data())},
-              {DNNL_ARG_DIFF_DST, mem(c.dy.data())},
-              {DNNL_ARG_DIFF_SRC, mem(c.out.data())}});
+          std::unordered_map<int, memory>{{DNNL_ARG_SRC, mem(c.x.data())},
+                                          {DNNL_ARG_DIFF_DST, mem(c.dy.data())},
+                                          {DNNL_ARG_DIFF_SRC, mem(c.out.data())}});
     }
     case OpId::bias_gelu:
     case OpId::add_gelu: {
       const memory::desc bmd(
-          c.op == OpId::bias_gelu ? memory::dims{1, c.shape.cols} : d,
-          dt(c.dtype), tag::ab);
+          c.op == OpId::bias_gelu ? memory::dims{1, c.shape.cols} : d, dt(c.dtype),
+          tag::ab);
       dnnl::post_ops po;
       po.append_eltwise(1.f, alg(f), alpha(f), 0.f);
       dnnl::primitive_attr attr;
@@ -110,14 +109,12 @@ std::unique_ptr<Peer> build(Case& c, Approx f) {
       dnnl::binary::desc bd(algorithm::binary_add, md, bmd, md);
       dnnl::binary::primitive_desc pd(bd, attr, e.eng);
       return std::make_unique<Prim>(
-          dnnl::binary(pd),
-          std::unordered_map<int, memory>{
-              {DNNL_ARG_SRC_0, mem(c.x.data())},
-              {DNNL_ARG_SRC_1, memory(bmd, e.eng, c.b.data())},
-              {DNNL_ARG_DST, mem(c.out.data())}});
+          dnnl::binary(pd), std::unordered_map<int, memory>{
+                                {DNNL_ARG_SRC_0, mem(c.x.data())},
+                                {DNNL_ARG_SRC_1, memory(bmd, e.eng, c.b.data())},
+                                {DNNL_ARG_DST, mem(c.out.data())}});
     }
-    default:
-      return nullptr;
+    default: return nullptr;
   }
 }
 
@@ -127,8 +124,8 @@ bool installed() { return true; }
 
 std::string version() {
   const dnnl_version_t* v = dnnl_version();
-  std::string s = std::to_string(v->major) + "." + std::to_string(v->minor) +
-                  "." + std::to_string(v->patch);
+  std::string s = std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                  std::to_string(v->patch);
   if (v->cpu_runtime == DNNL_RUNTIME_OMP) s += " (OpenMP)";
   return s;
 }

@@ -17,7 +17,8 @@ std::string table(const Row& head, const std::vector<Row>& rows) {
   std::vector<size_t> w(head.size());
   for (size_t i = 0; i < head.size(); ++i) w[i] = head[i].size();
   for (const Row& r : rows)
-    for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], r[i].size());
+    for (size_t i = 0; i < r.size() && i < w.size(); ++i)
+      w[i] = std::max(w[i], r[i].size());
   auto line = [&](const Row& r) {
     std::string s = "|";
     for (size_t i = 0; i < w.size(); ++i) {
@@ -47,7 +48,9 @@ std::string size_name(int64_t n) {
 
 std::string ulp_cell(const RegionError& e) {
   if (e.points == 0) return "-";
-  const std::string u = std::isinf(e.max_ulp) ? "inf" : fmt(e.max_ulp < 100 ? "%.2f" : "%.3g", e.max_ulp);
+  const std::string u = std::isinf(e.max_ulp)
+                            ? "inf"
+                            : fmt(e.max_ulp < 100 ? "%.2f" : "%.3g", e.max_ulp);
   return u + " / " + fmt("%.1e", e.max_rel);
 }
 
@@ -71,7 +74,8 @@ std::string jnum(double v) {
 }
 std::string jstat(const Stat& s) {
   return "{\"median_ns\": " + jnum(s.median) + ", \"min_ns\": " + jnum(s.min) +
-         ", \"max_ns\": " + jnum(s.max) + ", \"rounds\": " + std::to_string(s.rounds) + "}";
+         ", \"max_ns\": " + jnum(s.max) + ", \"rounds\": " + std::to_string(s.rounds) +
+         "}";
 }
 std::string jpeer(const PeerTime& p) {
   std::string s = "{\"note\": " + jstr(p.note);
@@ -107,7 +111,8 @@ std::string accuracy_section(const Report& r) {
          "Fused ops are evaluated at the f32 sum x + b, the point every f32 "
          "kernel computes at (PyTorch's composition rounds the sum to the "
          "dtype first). f32: evenly spaced bit patterns per region; bf16/f16: "
-         "every value. Relative error counts only exact values in the format's normal range. "
+         "every value. Relative error counts only exact values in the format's normal "
+         "range. "
          "bias_gelu_backward: dx only (dbias is checked by the unit tests); "
          "geglu_backward: both halves of dx.\n\n" +
          table(head, rows);
@@ -119,18 +124,19 @@ std::string throughput_section(const Report& r) {
   auto rows_of = [&](const std::string& which, const char* extra) {
     Row head{"op", "form", "dtype", "size", "thr"};
     if (extra) head.push_back(extra);
-    for (const char* h : {"ns/elem median [min-max]", "GB/s", "% of copy", "vs oneDNN",
-                          "vs PyTorch"})
+    for (const char* h :
+         {"ns/elem median [min-max]", "GB/s", "% of copy", "vs oneDNN", "vs PyTorch"})
       head.push_back(h);
     std::vector<Row> rows;
     for (const ThroughputRow& t : r.throughput) {
       if (t.table != which) continue;
       const double n = static_cast<double>(t.n);
-      Row row{op_decl(t.op).name, approx_name(t.form), dtype_name(t.dtype), size_name(t.n),
-              std::to_string(t.threads)};
+      Row row{op_decl(t.op).name, approx_name(t.form), dtype_name(t.dtype),
+              size_name(t.n), std::to_string(t.threads)};
       if (which == "scales") row.push_back(t.inputs);
       if (which == "shapes")
-        row.push_back("[" + std::to_string(t.n / t.cols) + ", " + std::to_string(t.cols) + "]");
+        row.push_back("[" + std::to_string(t.n / t.cols) + ", " +
+                      std::to_string(t.cols) + "]");
       for (std::string c :
            {fmt("%.3f", t.ours.median / n) + " [" + fmt("%.3f", t.ours.min / n) + "-" +
                 fmt("%.3f", t.ours.max / n) + "]",
@@ -175,10 +181,11 @@ std::string throughput_section(const Report& r) {
 std::string cliffs_section(const Report& r) {
   std::vector<Row> rows;
   for (const CliffRow& c : r.cliffs)
-    rows.push_back({c.what, op_decl(c.op).name, approx_name(c.form), size_name(c.n),
-                    std::to_string(c.threads), fmt("%.3f", c.baseline.median / c.n),
-                    fmt("%.3f", c.variant.median / c.n), fmt("x%.2f", c.ratio()),
-                    fmt(">= %.1f", c.target) + (c.ratio() >= c.target ? " met" : " MISSED")});
+    rows.push_back(
+        {c.what, op_decl(c.op).name, approx_name(c.form), size_name(c.n),
+         std::to_string(c.threads), fmt("%.3f", c.baseline.median / c.n),
+         fmt("%.3f", c.variant.median / c.n), fmt("x%.2f", c.ratio()),
+         fmt(">= %.1f", c.target) + (c.ratio() >= c.target ? " met" : " MISSED")});
   return "## Kernel cliffs: storage dtypes and input scales\n\n"
          "Elements/s of the variant over the baseline, both timed in the same "
          "interleaved rounds (medians). Storage: bf16/f16 over f32 at the largest "
@@ -203,8 +210,9 @@ std::string overhead_section(const Report& r) {
 }
 
 std::string model_block_section(const Report& r) {
-  return r.model_block.empty() ? "## Model block\n\nNot measured (--no-peers, or no python).\n"
-                               : r.model_block;
+  return r.model_block.empty()
+             ? "## Model block\n\nNot measured (--no-peers, or no python).\n"
+             : r.model_block;
 }
 
 std::string markdown(const Report& r) {
@@ -214,11 +222,12 @@ std::string markdown(const Report& r) {
   // Not "\n" + machine_section(r): GCC 12 warns (-Wrestrict, a false positive)
   // on a literal + std::string&& it inlines.
   s += '\n';
-  s += machine_section(r) + "\n" + accuracy_section(r) + "\n" +
-       throughput_section(r) + "\n" + cliffs_section(r) + "\n" + overhead_section(r) +
-       "\n" + model_block_section(r) + "\n## Chart\n\n";
-  s += r.chart.empty() ? r.chart_note + "\n"
-                       : "![GB/s against size](" + r.chart + ")\n\n" + r.chart_note + "\n";
+  s += machine_section(r) + "\n" + accuracy_section(r) + "\n" + throughput_section(r) +
+       "\n" + cliffs_section(r) + "\n" + overhead_section(r) + "\n" +
+       model_block_section(r) + "\n## Chart\n\n";
+  s += r.chart.empty()
+           ? r.chart_note + "\n"
+           : "![GB/s against size](" + r.chart + ")\n\n" + r.chart_note + "\n";
   return s;
 }
 
@@ -227,53 +236,60 @@ std::string json(const Report& r) {
   o << "{\n\"command\": " << jstr(r.command) << ",\n\"seconds\": " << jnum(r.seconds)
     << ",\n\"machine\": {";
   for (size_t i = 0; i < r.machine.size(); ++i)
-    o << (i ? ", " : "") << jstr(r.machine[i].first) << ": " << jstr(r.machine[i].second);
+    o << (i ? ", " : "") << jstr(r.machine[i].first) << ": "
+      << jstr(r.machine[i].second);
   o << "},\n\"rules\": [";
   for (size_t i = 0; i < r.rules.size(); ++i) o << (i ? ", " : "") << jstr(r.rules[i]);
   o << "],\n\"regions\": [";
   for (int g = 0; g < kNumRegions; ++g)
-    o << (g ? ", " : "") << "{\"name\": " << jstr(kRegions[g].name) << ", \"lo\": "
-      << kRegions[g].lo << ", \"hi\": " << kRegions[g].hi << "}";
+    o << (g ? ", " : "") << "{\"name\": " << jstr(kRegions[g].name)
+      << ", \"lo\": " << kRegions[g].lo << ", \"hi\": " << kRegions[g].hi << "}";
   o << "],\n\"accuracy\": [";
   for (size_t i = 0; i < r.accuracy.size(); ++i) {
     const AccuracyRow& a = r.accuracy[i];
-    o << (i ? ",\n" : "\n") << "{\"op\": " << jstr(op_decl(a.op).name) << ", \"form\": "
-      << jstr(approx_name(a.form)) << ", \"dtype\": " << jstr(dtype_name(a.dtype))
-      << ", \"impl\": " << jstr(a.impl) << ", \"note\": " << jstr(a.note) << ", \"regions\": [";
+    o << (i ? ",\n" : "\n") << "{\"op\": " << jstr(op_decl(a.op).name)
+      << ", \"form\": " << jstr(approx_name(a.form))
+      << ", \"dtype\": " << jstr(dtype_name(a.dtype)) << ", \"impl\": " << jstr(a.impl)
+      << ", \"note\": " << jstr(a.note) << ", \"regions\": [";
     for (size_t g = 0; g < a.regions.size(); ++g)
       o << (g ? ", " : "") << "{\"max_ulp\": " << jnum(a.regions[g].max_ulp)
-        << ", \"max_rel\": " << jnum(a.regions[g].max_rel) << ", \"worst_x\": "
-        << jnum(a.regions[g].worst_x) << ", \"points\": " << a.regions[g].points << "}";
+        << ", \"max_rel\": " << jnum(a.regions[g].max_rel)
+        << ", \"worst_x\": " << jnum(a.regions[g].worst_x)
+        << ", \"points\": " << a.regions[g].points << "}";
     o << "]}";
   }
   o << "],\n\"throughput\": [";
   for (size_t i = 0; i < r.throughput.size(); ++i) {
     const ThroughputRow& t = r.throughput[i];
-    o << (i ? ",\n" : "\n") << "{\"op\": " << jstr(op_decl(t.op).name) << ", \"family\": "
-      << jstr(op_decl(t.op).family()) << ", \"backward\": " << (op_decl(t.op).is_backward() ? "true" : "false")
-      << ", \"form\": " << jstr(approx_name(t.form)) << ", \"dtype\": " << jstr(dtype_name(t.dtype))
-      << ", \"n\": " << t.n << ", \"threads\": " << t.threads << ", \"bytes\": " << t.bytes
+    o << (i ? ",\n" : "\n") << "{\"op\": " << jstr(op_decl(t.op).name)
+      << ", \"family\": " << jstr(op_decl(t.op).family())
+      << ", \"backward\": " << (op_decl(t.op).is_backward() ? "true" : "false")
+      << ", \"form\": " << jstr(approx_name(t.form))
+      << ", \"dtype\": " << jstr(dtype_name(t.dtype)) << ", \"n\": " << t.n
+      << ", \"threads\": " << t.threads << ", \"bytes\": " << t.bytes
       << ", \"table\": " << jstr(t.table) << ", \"inputs\": " << jstr(t.inputs)
-      << ", \"cols\": " << t.cols
-      << ", \"ours\": " << jstat(t.ours) << ", \"copy\": " << jstat(t.copy)
-      << ", \"onednn\": " << jpeer(t.onednn) << ", \"torch\": " << jpeer(t.torch) << "}";
+      << ", \"cols\": " << t.cols << ", \"ours\": " << jstat(t.ours)
+      << ", \"copy\": " << jstat(t.copy) << ", \"onednn\": " << jpeer(t.onednn)
+      << ", \"torch\": " << jpeer(t.torch) << "}";
   }
   o << "],\n\"cliffs\": [";
   for (size_t i = 0; i < r.cliffs.size(); ++i) {
     const CliffRow& c = r.cliffs[i];
-    o << (i ? ", " : "") << "{\"ratio\": " << jstr(c.what) << ", \"op\": "
-      << jstr(op_decl(c.op).name) << ", \"form\": " << jstr(approx_name(c.form))
-      << ", \"n\": " << c.n << ", \"threads\": " << c.threads
+    o << (i ? ", " : "") << "{\"ratio\": " << jstr(c.what)
+      << ", \"op\": " << jstr(op_decl(c.op).name)
+      << ", \"form\": " << jstr(approx_name(c.form)) << ", \"n\": " << c.n
+      << ", \"threads\": " << c.threads
       << ", \"baseline_ns\": " << jnum(c.baseline.median)
-      << ", \"variant_ns\": " << jnum(c.variant.median) << ", \"value\": " << jnum(c.ratio())
-      << ", \"target\": " << jnum(c.target) << "}";
+      << ", \"variant_ns\": " << jnum(c.variant.median)
+      << ", \"value\": " << jnum(c.ratio()) << ", \"target\": " << jnum(c.target)
+      << "}";
   }
   o << "],\n\"overhead\": [";
   for (size_t i = 0; i < r.overhead.size(); ++i)
-    o << (i ? ", " : "") << "{\"impl\": " << jstr(r.overhead[i].impl) << ", \"call\": "
-      << jstr(r.overhead[i].what) << ", \"ns\": "
-      << (r.overhead[i].ns ? jnum(*r.overhead[i].ns) : "null") << ", \"note\": "
-      << jstr(r.overhead[i].note) << "}";
+    o << (i ? ", " : "") << "{\"impl\": " << jstr(r.overhead[i].impl)
+      << ", \"call\": " << jstr(r.overhead[i].what)
+      << ", \"ns\": " << (r.overhead[i].ns ? jnum(*r.overhead[i].ns) : "null")
+      << ", \"note\": " << jstr(r.overhead[i].note) << "}";
   o << "]\n}\n";
   return o.str();
 }

@@ -65,12 +65,13 @@ void run_input_scales(const Settings& s, TorchPeer* torch, Report& r) {
   const std::vector<OpId> ops = selected(s, kScaleOps);
   if (ops.empty()) return;
   const std::vector<int64_t> sizes = scale_sizes(s);
-  std::fprintf(stderr,
-               "report: input scales (N(0,1), N(0,2), N(0,3), tail-only): %zu ops x %zu "
-               "sizes x %zu threads, f32 (estimate %.0f s)\n",
-               ops.size(), sizes.size(), s.threads.size(),
-               ops.size() * s.throughput_forms.size() *
-                   (s.threads.size() * 1.0 + 1.5e-7 * sizes.back() * (1 + s.threads.size())));
+  std::fprintf(
+      stderr,
+      "report: input scales (N(0,1), N(0,2), N(0,3), tail-only): %zu ops x %zu "
+      "sizes x %zu threads, f32 (estimate %.0f s)\n",
+      ops.size(), sizes.size(), s.threads.size(),
+      ops.size() * s.throughput_forms.size() *
+          (s.threads.size() * 1.0 + 1.5e-7 * sizes.back() * (1 + s.threads.size())));
   for (Approx form : s.throughput_forms)
     for (int64_t n : sizes)
       for (OpId op : ops) {
@@ -95,7 +96,8 @@ void run_input_scales(const Settings& s, TorchPeer* torch, Report& r) {
               peers.push_back(std::move(peer));
             }
           }
-          fns.push_back([&] { parallel_copy(dst.data(), src.data(), bytes / 2, threads); });
+          fns.push_back(
+              [&] { parallel_copy(dst.data(), src.data(), bytes / 2, threads); });
           const TimingPolicy p = policy_for(n, s.quick);
           const std::vector<Stat> st = time_interleaved(fns, p);
           // Index of ours on scale k: one slot per scale plus its peer's.
@@ -105,8 +107,8 @@ void run_input_scales(const Settings& s, TorchPeer* torch, Report& r) {
             i += peer_at[k] >= 0 ? 2 : 1;
           }
           for (int k = 0; k < kNumScales; ++k) {
-            ThroughputRow row{op, form, DType::f32, n, threads, bytes,
-                              st[ours_at[k]], st.back(), {}, {}};
+            ThroughputRow row{op,    form,           DType::f32, n,  threads,
+                              bytes, st[ours_at[k]], st.back(),  {}, {}};
             row.table = "scales";
             row.inputs = kInputScales[k].name;
             row.cols = cases[k].shape.cols;
@@ -115,12 +117,13 @@ void run_input_scales(const Settings& s, TorchPeer* torch, Report& r) {
             row.torch.note = s.peers ? "not run" : "--no-peers";
             r.throughput.push_back(row);
             if (s.peers)
-              torch->add_throughput(op, form, DType::f32, cases[k].shape, threads, bytes / 2, p,
-                                    &kInputScales[k]);
+              torch->add_throughput(op, form, DType::f32, cases[k].shape, threads,
+                                    bytes / 2, p, &kInputScales[k]);
             if (k > 0)
-              r.cliffs.push_back({std::string(kInputScales[k].name) + " vs N(0,1) elements/s",
-                                  op, form, n, threads, st[ours_at[0]], st[ours_at[k]],
-                                  scale_target(kInputScales[k], form)});
+              r.cliffs.push_back(
+                  {std::string(kInputScales[k].name) + " vs N(0,1) elements/s", op,
+                   form, n, threads, st[ours_at[0]], st[ours_at[k]],
+                   scale_target(kInputScales[k], form)});
           }
         }
       }
@@ -129,8 +132,8 @@ void run_input_scales(const Settings& s, TorchPeer* torch, Report& r) {
 void run_shapes(const Settings& s, TorchPeer* torch, Report& r) {
   const std::vector<OpId> ops = selected(s, kShapeOps);
   if (ops.empty()) return;
-  const int64_t n =
-      std::min(kShapeElements, *std::max_element(s.sizes.begin(), s.sizes.end()));
+  const int64_t n = std::min(kShapeElements,
+                             *std::max_element(s.sizes.begin(), s.sizes.end()));
   std::fprintf(stderr,
                "report: shapes: last dimension %lld and %lld at %lld elements, %zu ops "
                "(estimate %.0f s)\n",
@@ -152,17 +155,20 @@ void run_shapes(const Settings& s, TorchPeer* torch, Report& r) {
           auto peer = s.peers ? onednn::make_peer(c, form, &why) : nullptr;
           std::vector<std::function<void()>> fns{[&] { run_ours(c, form, threads); }};
           if (peer) fns.push_back([&] { peer->run(); });
-          fns.push_back([&] { parallel_copy(dst.data(), src.data(), bytes / 2, threads); });
+          fns.push_back(
+              [&] { parallel_copy(dst.data(), src.data(), bytes / 2, threads); });
           const TimingPolicy p = policy_for(n, s.quick);
           const std::vector<Stat> st = time_interleaved(fns, p);
-          ThroughputRow row{op, form, DType::f32, n, threads, bytes, st[0], st.back(), {}, {}};
+          ThroughputRow row{op,    form,  DType::f32, n,  threads,
+                            bytes, st[0], st.back(),  {}, {}};
           row.table = "shapes";
           row.cols = cols;
           if (peer) row.onednn.t = st[1];
           else row.onednn.note = why;
           row.torch.note = s.peers ? "not run" : "--no-peers";
           r.throughput.push_back(row);
-          if (s.peers) torch->add_throughput(op, form, DType::f32, shape, threads, bytes / 2, p);
+          if (s.peers)
+            torch->add_throughput(op, form, DType::f32, shape, threads, bytes / 2, p);
         }
     }
 }

@@ -58,10 +58,12 @@ std::vector<PendingTorchAccuracy> run_accuracy(const Settings& s, TorchPeer* tor
           poison(c);
           auto peer = onednn::make_peer(c, form, &why);
           if (peer) peer->run();
-          r.accuracy.push_back({op, form, t, "oneDNN", peer ? "" : why,
-                                peer ? measure(c, form) : std::vector<RegionError>(kNumRegions)});
+          r.accuracy.push_back(
+              {op, form, t, "oneDNN", peer ? "" : why,
+               peer ? measure(c, form) : std::vector<RegionError>(kNumRegions)});
         }
-        r.accuracy.push_back({op, form, t, "PyTorch", "not run", std::vector<RegionError>(kNumRegions)});
+        r.accuracy.push_back(
+            {op, form, t, "PyTorch", "not run", std::vector<RegionError>(kNumRegions)});
         if (form == Approx::quick) {
           r.accuracy.back().note = "no quick form in PyTorch";
           continue;
@@ -75,8 +77,10 @@ void run_throughput(const Settings& s, TorchPeer* torch, Report& r) {
   double estimate = 0;
   const size_t per_size = s.ops.size() * s.dtypes.size() * s.throughput_forms.size();
   for (int64_t n : s.sizes)
-    estimate += per_size * (s.threads.size() * (policy_for(n, s.quick).budget_ns * 1e-9 +
-                                                3 * 3e-9 * n) + 3e-9 * n * 4);
+    estimate += per_size *
+                (s.threads.size() *
+                     (policy_for(n, s.quick).budget_ns * 1e-9 + 3 * 3e-9 * n) +
+                 3e-9 * n * 4);
   std::fprintf(stderr,
                "report: [2/4] throughput: %zu cases (op x form x dtype x size x "
                "threads), %lld elements per op (estimate %.0f s with fast kernels)\n",
@@ -104,7 +108,8 @@ void run_throughput(const Settings& s, TorchPeer* torch, Report& r) {
             // Round order: ours, oneDNN, copy.
             std::vector<std::function<void()>> fns{[&] { run_ours(c, form, threads); }};
             if (peer) fns.push_back([&] { peer->run(); });
-            fns.push_back([&] { parallel_copy(dst.data(), src.data(), bytes / 2, threads); });
+            fns.push_back(
+                [&] { parallel_copy(dst.data(), src.data(), bytes / 2, threads); });
             const TimingPolicy p = policy_for(n, s.quick);
             const std::vector<Stat> st = time_interleaved(fns, p);
             ThroughputRow row{op, form, t, n, threads, bytes, st[0], st.back(), {}, {}};
@@ -113,14 +118,16 @@ void run_throughput(const Settings& s, TorchPeer* torch, Report& r) {
             else row.onednn.note = why;
             row.torch.note = s.peers ? "not run" : "--no-peers";
             r.throughput.push_back(row);
-            if (s.peers) torch->add_throughput(op, form, t, shape, threads, bytes / 2, p);
+            if (s.peers)
+              torch->add_throughput(op, form, t, shape, threads, bytes / 2, p);
           }
         ++done;
         work_done += n + 1e6;
         const size_t total = s.sizes.size() * s.ops.size() * s.dtypes.size();
         if (done % 8 == 0 || done == total) {
           const double el = (now_ns() - start) * 1e-9;
-          std::fprintf(stderr, "report:   throughput %zu/%zu op x dtype x size done, "
+          std::fprintf(stderr,
+                       "report:   throughput %zu/%zu op x dtype x size done, "
                        "%.0f s elapsed, ~%.0f s left\n",
                        done, total, el, el / work_done * (work_total - work_done));
         }
@@ -131,16 +138,18 @@ void run_overhead(const Settings& s, TorchPeer* torch, Report& r) {
   std::fprintf(stderr, "report: [3/4] per-call overhead (estimate 1 s)\n");
   Case c = make_case(OpId::gelu, DType::f32, {1, 1});
   const Stat ours = time_alone([&] { run_ours(c, Approx::none, 1); }, 1000, 21);
-  r.overhead.push_back({"ours", "gelu::gelu, 1 f32 element, 1 thread", ours.median, ""});
+  r.overhead.push_back(
+      {"ours", "gelu::gelu, 1 f32 element, 1 thread", ours.median, ""});
   Case big = make_case(OpId::gelu, DType::f32, shape_for(4096));
   const Stat ours4k = time_alone([&] { run_ours(big, Approx::none, 1); }, 100, 21);
-  r.overhead.push_back({"ours", "gelu::gelu, 4K f32 elements, 1 thread (for scale)",
-                        ours4k.median, ""});
+  r.overhead.push_back(
+      {"ours", "gelu::gelu, 4K f32 elements, 1 thread (for scale)", ours4k.median, ""});
   if (!s.peers) return;
   onednn::set_threads(1);
   std::string why;
   auto peer = onednn::make_peer(c, Approx::none, &why);
-  OverheadRow o{"oneDNN", "eltwise_forward gelu_erf execute + wait, 1 f32 element", {}, why};
+  OverheadRow o{
+      "oneDNN", "eltwise_forward gelu_erf execute + wait, 1 f32 element", {}, why};
   if (peer) o.ns = time_alone([&] { peer->run(); }, 1000, 21).median;
   r.overhead.push_back(o);
   torch->add_overhead();

@@ -9,8 +9,7 @@ namespace gelu::report {
 
 double now_ns() {
   using clock = std::chrono::steady_clock;
-  return std::chrono::duration<double, std::nano>(
-             clock::now().time_since_epoch())
+  return std::chrono::duration<double, std::nano>(clock::now().time_since_epoch())
       .count();
 }
 
@@ -46,8 +45,7 @@ std::vector<Stat> time_interleaved(const std::vector<std::function<void()>>& fns
     if (first < 20e6) fns[i]();
     const double once = std::max(1.0, first < 20e6 ? sample(fns[i], 1) : first);
     slowest = std::max(slowest, once);
-    reps[i] = static_cast<int>(
-        std::clamp(std::ceil(p.min_sample_ns / once), 1.0, 1e6));
+    reps[i] = static_cast<int>(std::clamp(std::ceil(p.min_sample_ns / once), 1.0, 1e6));
   }
   std::vector<std::vector<double>> samples(k);
   const double start = now_ns();
@@ -82,8 +80,8 @@ void parallel_copy(void* dst, const void* src, int64_t bytes, int threads) {
   for (int t = 0; t < threads; ++t) {
     const int64_t b0 = std::min<int64_t>(bytes, t * chunk);
     const int64_t b1 = std::min<int64_t>(bytes, b0 + chunk);
-    std::memcpy(static_cast<char*>(dst) + b0,
-                static_cast<const char*>(src) + b0, static_cast<size_t>(b1 - b0));
+    std::memcpy(static_cast<char*>(dst) + b0, static_cast<const char*>(src) + b0,
+                static_cast<size_t>(b1 - b0));
   }
 }
 

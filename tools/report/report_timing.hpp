@@ -31,8 +31,8 @@ std::vector<Stat> time_interleaved(const std::vector<std::function<void()>>& fns
 // samples of `reps` calls (per-call overhead on a tiny call).
 Stat time_alone(const std::function<void()>& fn, int reps, int rounds);
 
-// memcpy of `bytes` split over up to `threads` OpenMP threads (each >= 256 KiB): the machine's
-// reachable bandwidth for the same traffic, measured in the same run.
+// memcpy of `bytes` split over up to `threads` OpenMP threads (each >= 256 KiB): the
+// machine's reachable bandwidth for the same traffic, measured in the same run.
 void parallel_copy(void* dst, const void* src, int64_t bytes, int threads);
 
 double now_ns();

@@ -56,21 +56,20 @@ int TorchPeer::add_accuracy(const Case& c, Approx form) {
   if (c.b_elems) write_raw(base + "b.bin", c.b);
   if (c.dy_elems) write_raw(base + "dy.bin", c.dy);
   std::ostringstream l;
-  l << "acc " << id << ' ' << op_decl(c.op).name << ' ' << approx_name(form)
-    << ' ' << dtype_name(c.dtype) << ' ' << c.shape.rows << ' '
-    << c.shape.cols << ' ' << dir_;
+  l << "acc " << id << ' ' << op_decl(c.op).name << ' ' << approx_name(form) << ' '
+    << dtype_name(c.dtype) << ' ' << c.shape.rows << ' ' << c.shape.cols << ' ' << dir_;
   request_.push_back(l.str());
   return id;
 }
 
-void TorchPeer::add_throughput(OpId op, Approx form, DType t, Shape s,
-                               int threads, int64_t copy_bytes,
-                               const TimingPolicy& p, const InputScale* scale) {
+void TorchPeer::add_throughput(OpId op, Approx form, DType t, Shape s, int threads,
+                               int64_t copy_bytes, const TimingPolicy& p,
+                               const InputScale* scale) {
   std::ostringstream l;
-  l << "tp " << op_decl(op).name << ' ' << approx_name(form) << ' '
-    << dtype_name(t) << ' ' << s.rows << ' ' << s.cols << ' ' << threads
-    << ' ' << copy_bytes << ' ' << p.min_rounds << ' ' << p.max_rounds << ' '
-    << p.budget_ns / 1e6 << ' ' << (scale ? scale->name : "default") << ' ';
+  l << "tp " << op_decl(op).name << ' ' << approx_name(form) << ' ' << dtype_name(t)
+    << ' ' << s.rows << ' ' << s.cols << ' ' << threads << ' ' << copy_bytes << ' '
+    << p.min_rounds << ' ' << p.max_rounds << ' ' << p.budget_ns / 1e6 << ' '
+    << (scale ? scale->name : "default") << ' ';
   if (scale) l << scale->sigma;
   else l << '-';
   request_.push_back(l.str());
@@ -92,9 +91,8 @@ bool TorchPeer::run() {
     return false;
   }
   std::fflush(stdout);
-  const std::string cmd =
-      quote(python()) + " " + quote(script()) + " " + quote(req) + " " + quote(res) +
-      " " + quote(package_dir());
+  const std::string cmd = quote(python()) + " " + quote(script()) + " " + quote(req) +
+                          " " + quote(res) + " " + quote(package_dir());
   const int rc = std::system(cmd.c_str());
   std::ifstream in(res);
   if (!in) {
@@ -153,8 +151,7 @@ bool TorchPeer::accuracy_output(int id, Case& c, std::string* why) const {
     *why = it->second;
     return false;
   }
-  std::ifstream f(dir_ + "/acc_" + std::to_string(id) + "_out.bin",
-                  std::ios::binary);
+  std::ifstream f(dir_ + "/acc_" + std::to_string(id) + "_out.bin", std::ios::binary);
   f.read(static_cast<char*>(c.out.data()), c.out.bytes());
   if (f.gcount() != c.out.bytes()) {
     *why = "short output";

@@ -25,9 +25,8 @@ class TorchPeer {
   int add_accuracy(const Case& c, Approx form);
   // `scale`: the inputs of an input-scale row (report_scales.hpp), or null
   // for the default inputs (x ~ N(0, 1), b in [-0.5, 0.5)).
-  void add_throughput(OpId, Approx, DType, Shape, int threads,
-                      int64_t copy_bytes, const TimingPolicy&,
-                      const InputScale* scale = nullptr);
+  void add_throughput(OpId, Approx, DType, Shape, int threads, int64_t copy_bytes,
+                      const TimingPolicy&, const InputScale* scale = nullptr);
   void add_overhead();
   int throughput_jobs() const { return tp_jobs_; }
 

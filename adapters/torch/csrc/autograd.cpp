@@ -48,8 +48,8 @@ using torch::autograd::variable_list;
 using Unary = Tensor(const Tensor&, string_view);
 using Binary = Tensor(const Tensor&, const Tensor&, string_view);
 using Ternary = Tensor(const Tensor&, const Tensor&, const Tensor&, string_view);
-using BiasBwd = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&,
-                                           const Tensor&, string_view);
+using BiasBwd = std::tuple<Tensor, Tensor>(const Tensor&, const Tensor&, const Tensor&,
+                                           string_view);
 using Geglu = Tensor(const Tensor&, string_view, string_view);
 using GegluBwd = Tensor(const Tensor&, const Tensor&, string_view, string_view);
 
@@ -107,8 +107,7 @@ struct GeluFusionBackward : SavedInputs<1> {
   variable_list apply(variable_list&& g) override {
     if (!g[0].defined()) return {Tensor()};
     const auto [x] = unpack();
-    if (must_differentiate({&g[0], &x}))
-      return {g[0] * composed::gelu_prime(x, form)};
+    if (must_differentiate({&g[0], &x})) return {g[0] * composed::gelu_prime(x, form)};
     return {gelu_backward_op().call(g[0], x, approximate())};
   }
 };
@@ -197,11 +196,10 @@ Tensor forward(std::array<const Tensor*, N> inputs, string_view approximate,
   if constexpr (N == 1)
     node->set_next_edges(torch::autograd::collect_next_edges(*inputs[0]));
   else
-    node->set_next_edges(
-        torch::autograd::collect_next_edges(*inputs[0], *inputs[1]));
+    node->set_next_edges(torch::autograd::collect_next_edges(*inputs[0], *inputs[1]));
   // The kernel accepted `approximate`, so it parses.
-  node->save(inputs, gelu::parse_approx(std::string_view(
-                         approximate.data(), approximate.size())));
+  node->save(inputs, gelu::parse_approx(
+                         std::string_view(approximate.data(), approximate.size())));
   torch::autograd::set_history(y, node);
   return y;
 }
@@ -249,16 +247,14 @@ Tensor bias_gelu_autograd(const Tensor& x, const Tensor& bias,
       });
 }
 
-Tensor add_gelu_autograd(const Tensor& a, const Tensor& b,
-                         string_view approximate) {
+Tensor add_gelu_autograd(const Tensor& a, const Tensor& b, string_view approximate) {
   dtype_of("add_gelu", "a", a);
   dtype_of("add_gelu", "b", b);
   return forward<AddGeluFusionBackward, 2>(
-      {&a, &b}, approximate,
-      [&] { return add_gelu_op().call(a, b, approximate); },
+      {&a, &b}, approximate, [&] { return add_gelu_op().call(a, b, approximate); },
       [&](const std::array<Tensor, 2>& t, gelu::Approx form) {
-        return gelu_tangent(add_tangents(t[0], t[1], a.sizes()),
-                            primal(a) + primal(b), form);
+        return gelu_tangent(add_tangents(t[0], t[1], a.sizes()), primal(a) + primal(b),
+                            form);
       });
 }
 
@@ -284,12 +280,15 @@ Tensor geglu_autograd(const Tensor& x, string_view approximate, string_view gelu
         const Tensor& ta = th[second ? 1 : 0];
         const Tensor& tgate = th[second ? 0 : 1];
         if (must_differentiate({&t[0], &a}))
-          return ta * composed::gelu_prime(a, form) * gate + composed::gelu(a, form) * tgate;
+          return ta * composed::gelu_prime(a, form) * gate +
+                 composed::gelu(a, form) * tgate;
         at::AutoDispatchBelowADInplaceOrView guard;
         const char* name = gelu::approx_name(form);
-        return gelu_backward_op().call(ta, a, name) * gate + gelu_op().call(a, name) * tgate;
+        return gelu_backward_op().call(ta, a, name) * gate +
+               gelu_op().call(a, name) * tgate;
       });
-  if (auto* node = dynamic_cast<GegluFusionBackward*>(y.grad_fn().get())) node->gelu_half = half;
+  if (auto* node = dynamic_cast<GegluFusionBackward*>(y.grad_fn().get()))
+    node->gelu_half = half;
   return y;
 }
 
@@ -310,8 +309,8 @@ TORCH_LIBRARY_IMPL(gelu_fusion, Autograd, m) {
   m.impl("geglu", &geglu_autograd);
   // The backward ops have no derivative of their own: differentiating
   // through them (double backward) raises instead of silently giving zero.
-  for (const char* name : {"gelu_backward", "bias_gelu_backward",
-                           "add_gelu_backward", "geglu_backward"})
+  for (const char* name :
+       {"gelu_backward", "bias_gelu_backward", "add_gelu_backward", "geglu_backward"})
     m.impl(name, torch::autograd::autogradNotImplementedFallback());
   // out= overloads are not differentiable (as aten's): a result computed
   // from inputs that require grad raises when backward reaches it.

@@ -19,8 +19,7 @@
 namespace gelu_torch {
 
 // Checks that `t` is a strided CPU tensor of a dtype the library computes.
-inline gelu::DType dtype_of(const char* op, const char* name,
-                            const at::Tensor& t) {
+inline gelu::DType dtype_of(const char* op, const char* name, const at::Tensor& t) {
   TORCH_CHECK(t.defined(), "gelu_fusion::", op, ": ", name,
               " is an undefined tensor, expected a CPU tensor");
   TORCH_CHECK(t.device().is_cpu(), "gelu_fusion::", op, ": ", name, " is on ",
@@ -39,14 +38,12 @@ inline gelu::DType dtype_of(const char* op, const char* name,
 
 inline gelu::ConstTensorRef cref(const at::Tensor& contiguous, gelu::DType t) {
   return {contiguous.data_ptr(), t,
-          std::vector<int64_t>(contiguous.sizes().begin(),
-                               contiguous.sizes().end())};
+          std::vector<int64_t>(contiguous.sizes().begin(), contiguous.sizes().end())};
 }
 
 inline gelu::TensorRef ref(at::Tensor& contiguous, gelu::DType t) {
   return {contiguous.data_ptr(), t,
-          std::vector<int64_t>(contiguous.sizes().begin(),
-                               contiguous.sizes().end())};
+          std::vector<int64_t>(contiguous.sizes().begin(), contiguous.sizes().end())};
 }
 
 // Runs `f` (a call into the library), turning gelu::Error into c10::Error
@@ -88,8 +85,7 @@ struct Layout {
   // along it).
   static Layout of(const at::Tensor& t, bool keep_last = false) {
     Layout l;
-    if (t.dim() < 2 || t.is_contiguous() || !t.is_non_overlapping_and_dense())
-      return l;
+    if (t.dim() < 2 || t.is_contiguous() || !t.is_non_overlapping_and_dense()) return l;
     std::vector<int64_t> p(t.dim());
     std::iota(p.begin(), p.end(), int64_t{0});
     const auto st = t.strides();
@@ -117,8 +113,8 @@ struct Layout {
 // the kernel runs, so an element the kernel never writes shows up.
 bool& poison_outputs();
 inline at::Tensor new_output(at::IntArrayRef sizes, const at::Tensor& like) {
-  at::Tensor out = at::empty(sizes, like.options().memory_format(
-                                        at::MemoryFormat::Contiguous));
+  at::Tensor out = at::empty(
+      sizes, like.options().memory_format(at::MemoryFormat::Contiguous));
   if (poison_outputs()) out.fill_(std::numeric_limits<double>::quiet_NaN());
   return out;
 }
@@ -130,9 +126,9 @@ inline void check_out(const char* op, const char* name, const at::Tensor& out,
               out.device(), ", expected a CPU tensor");
   TORCH_CHECK(out.layout() == at::kStrided, "gelu_fusion::", op, ": ", name,
               " has layout ", out.layout(), ", expected a strided (dense) tensor");
-  TORCH_CHECK(out.scalar_type() == like.scalar_type(), "gelu_fusion::", op, ": ",
-              name, " has dtype ", out.scalar_type(), ", expected ",
-              like.scalar_type(), " (the dtype this op writes there)");
+  TORCH_CHECK(out.scalar_type() == like.scalar_type(), "gelu_fusion::", op, ": ", name,
+              " has dtype ", out.scalar_type(), ", expected ", like.scalar_type(),
+              " (the dtype this op writes there)");
 }
 
 // The tensor a kernel writes for the out= argument `out` of `sizes`: out

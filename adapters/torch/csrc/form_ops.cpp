@@ -61,8 +61,9 @@ Tensor gelu_form(const Tensor& x) {
   if (on_kernel(x)) return op.call(x, Form);
   if (std::strcmp(Form, "quick") != 0) return at::gelu(x, Form);
   // As F.gelu: no GELU of an integer tensor (sigmoid would promote).
-  TORCH_CHECK(x.is_floating_point() || x.is_complex(), "gelu_fusion::gelu: x has dtype ",
-              x.scalar_type(), ", expected a floating-point dtype");
+  TORCH_CHECK(x.is_floating_point() || x.is_complex(),
+              "gelu_fusion::gelu: x has dtype ", x.scalar_type(),
+              ", expected a floating-point dtype");
   return x * at::sigmoid(x * kQuickGelu);
 }
 

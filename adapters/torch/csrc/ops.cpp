@@ -51,8 +51,10 @@ struct GeluArgs {
   Layout lay;
   Tensor x;
   GeluArgs(const Tensor& x_in, string_view approximate)
-      : t(dtype_of(kOp, "x", x_in)), o(options(kOp, approximate)),
-        lay(Layout::of(x_in)), x(lay.in(x_in)) {}
+      : t(dtype_of(kOp, "x", x_in)),
+        o(options(kOp, approximate)),
+        lay(Layout::of(x_in)),
+        x(lay.in(x_in)) {}
   at::IntArrayRef out_sizes() const { return x.sizes(); }
   const Tensor& like() const { return x; }
   Tensor restore(const Tensor& y) const { return lay.out(y); }
@@ -68,9 +70,12 @@ struct GeluBackwardArgs {
   Layout lay;
   Tensor dy, x;
   GeluBackwardArgs(const Tensor& dy_in, const Tensor& x_in, string_view approximate)
-      : t(dtype_of(kOp, "x", x_in)), tdy(dtype_of(kOp, "grad_output", dy_in)),
-        o(options(kOp, approximate)), lay(same_shape(dy_in, x_in) ? Layout::of(x_in) : Layout{}),
-        dy(lay.in(dy_in)), x(lay.in(x_in)) {}
+      : t(dtype_of(kOp, "x", x_in)),
+        tdy(dtype_of(kOp, "grad_output", dy_in)),
+        o(options(kOp, approximate)),
+        lay(same_shape(dy_in, x_in) ? Layout::of(x_in) : Layout{}),
+        dy(lay.in(dy_in)),
+        x(lay.in(x_in)) {}
   at::IntArrayRef out_sizes() const { return x.sizes(); }
   const Tensor& like() const { return x; }
   Tensor restore(const Tensor& y) const { return lay.out(y); }
@@ -86,9 +91,13 @@ struct BiasGeluArgs {
   Layout lay;
   Tensor x_in, x, bias;
   BiasGeluArgs(const Tensor& x_in_, const Tensor& bias_in, string_view approximate)
-      : t(dtype_of(kOp, "x", x_in_)), tb(dtype_of(kOp, "bias", bias_in)),
-        o(options(kOp, approximate)), lay(Layout::of(x_in_, /*keep_last=*/true)),
-        x_in(x_in_), x(lay.in(x_in_)), bias(bias_in.contiguous()) {}
+      : t(dtype_of(kOp, "x", x_in_)),
+        tb(dtype_of(kOp, "bias", bias_in)),
+        o(options(kOp, approximate)),
+        lay(Layout::of(x_in_, /*keep_last=*/true)),
+        x_in(x_in_),
+        x(lay.in(x_in_)),
+        bias(bias_in.contiguous()) {}
   at::IntArrayRef out_sizes() const { return x.sizes(); }
   const Tensor& like() const { return x; }
   Tensor restore(const Tensor& y) const { return like_input(lay.out(y), x_in); }
@@ -106,15 +115,21 @@ struct BiasGeluBackwardArgs {
   Tensor x_in, dy, x, bias;
   BiasGeluBackwardArgs(const Tensor& dy_in, const Tensor& x_in_, const Tensor& bias_in,
                        string_view approximate)
-      : t(dtype_of(kOp, "x", x_in_)), tdy(dtype_of(kOp, "grad_output", dy_in)),
-        tb(dtype_of(kOp, "bias", bias_in)), o(options(kOp, approximate)),
-        lay(same_shape(dy_in, x_in_) ? Layout::of(x_in_, /*keep_last=*/true) : Layout{}),
-        x_in(x_in_), dy(lay.in(dy_in)), x(lay.in(x_in_)), bias(bias_in.contiguous()) {}
+      : t(dtype_of(kOp, "x", x_in_)),
+        tdy(dtype_of(kOp, "grad_output", dy_in)),
+        tb(dtype_of(kOp, "bias", bias_in)),
+        o(options(kOp, approximate)),
+        lay(same_shape(dy_in, x_in_) ? Layout::of(x_in_, /*keep_last=*/true)
+                                     : Layout{}),
+        x_in(x_in_),
+        dy(lay.in(dy_in)),
+        x(lay.in(x_in_)),
+        bias(bias_in.contiguous()) {}
   Tensor restore(const Tensor& dx) const { return like_input(lay.out(dx), x_in); }
   void run(Tensor& dx, Tensor& dbias) const {
     call([&] {
-      gelu::bias_gelu_backward(cref(dy, tdy), cref(x, t), cref(bias, tb),
-                               ref(dx, t), ref(dbias, tb), o);
+      gelu::bias_gelu_backward(cref(dy, tdy), cref(x, t), cref(bias, tb), ref(dx, t),
+                               ref(dbias, tb), o);
     });
   }
 };
@@ -126,10 +141,12 @@ struct AddGeluArgs {
   Layout lay;
   Tensor a, b;
   AddGeluArgs(const Tensor& a_in, const Tensor& b_in, string_view approximate)
-      : ta(dtype_of(kOp, "a", a_in)), tb(dtype_of(kOp, "b", b_in)),
+      : ta(dtype_of(kOp, "a", a_in)),
+        tb(dtype_of(kOp, "b", b_in)),
         o(options(kOp, approximate)),
         lay(same_shape(a_in, b_in) ? Layout::of(a_in) : Layout{}),
-        a(lay.in(a_in)), b(lay.in(b_in)) {}
+        a(lay.in(a_in)),
+        b(lay.in(b_in)) {}
   at::IntArrayRef out_sizes() const { return a.sizes(); }
   const Tensor& like() const { return a; }
   Tensor restore(const Tensor& y) const { return lay.out(y); }
@@ -146,10 +163,15 @@ struct AddGeluBackwardArgs {
   Tensor dy, a, b;
   AddGeluBackwardArgs(const Tensor& dy_in, const Tensor& a_in, const Tensor& b_in,
                       string_view approximate)
-      : tdy(dtype_of(kOp, "grad_output", dy_in)), ta(dtype_of(kOp, "a", a_in)),
-        tb(dtype_of(kOp, "b", b_in)), o(options(kOp, approximate)),
-        lay(same_shape(a_in, b_in) && same_shape(dy_in, a_in) ? Layout::of(a_in) : Layout{}),
-        dy(lay.in(dy_in)), a(lay.in(a_in)), b(lay.in(b_in)) {}
+      : tdy(dtype_of(kOp, "grad_output", dy_in)),
+        ta(dtype_of(kOp, "a", a_in)),
+        tb(dtype_of(kOp, "b", b_in)),
+        o(options(kOp, approximate)),
+        lay(same_shape(a_in, b_in) && same_shape(dy_in, a_in) ? Layout::of(a_in)
+                                                              : Layout{}),
+        dy(lay.in(dy_in)),
+        a(lay.in(a_in)),
+        b(lay.in(b_in)) {}
   at::IntArrayRef out_sizes() const { return a.sizes(); }
   const Tensor& like() const { return a; }
   Tensor restore(const Tensor& y) const { return lay.out(y); }
@@ -173,7 +195,8 @@ gelu::Options geglu_options(const char* op, string_view approximate,
                             string_view gelu_half) {
   gelu::Options o = options(op, approximate);
   try {
-    o.gelu_half = gelu::parse_gelu_half(std::string_view(gelu_half.data(), gelu_half.size()));
+    o.gelu_half = gelu::parse_gelu_half(
+        std::string_view(gelu_half.data(), gelu_half.size()));
   } catch (const gelu::Error& e) {
     TORCH_CHECK(false, "gelu_fusion::", op, ": ", e.what());
   }
@@ -188,8 +211,10 @@ struct GegluArgs {
   Tensor x;
   std::vector<int64_t> y_sizes;
   GegluArgs(const Tensor& x_in, string_view approximate, string_view gelu_half)
-      : t(dtype_of(kOp, "x", x_in)), o(geglu_options(kOp, approximate, gelu_half)),
-        x(x_in.contiguous()), y_sizes(half_last(x)) {}
+      : t(dtype_of(kOp, "x", x_in)),
+        o(geglu_options(kOp, approximate, gelu_half)),
+        x(x_in.contiguous()),
+        y_sizes(half_last(x)) {}
   at::IntArrayRef out_sizes() const { return y_sizes; }
   const Tensor& like() const { return x; }
   Tensor restore(const Tensor& y) const { return y; }
@@ -206,8 +231,10 @@ struct GegluBackwardArgs {
   Tensor dy, x;
   GegluBackwardArgs(const Tensor& dy_in, const Tensor& x_in, string_view approximate,
                     string_view gelu_half)
-      : t(dtype_of(kOp, "x", x_in)), tdy(dtype_of(kOp, "grad_output", dy_in)),
-        o(geglu_options(kOp, approximate, gelu_half)), dy(dy_in.contiguous()),
+      : t(dtype_of(kOp, "x", x_in)),
+        tdy(dtype_of(kOp, "grad_output", dy_in)),
+        o(geglu_options(kOp, approximate, gelu_half)),
+        dy(dy_in.contiguous()),
         x(x_in.contiguous()) {}
   at::IntArrayRef out_sizes() const { return x.sizes(); }
   const Tensor& like() const { return x; }
@@ -287,40 +314,50 @@ std::string simd_target() { return gelu::simd_target(); }
 // the gradient first, then exactly the forward inputs it consumes.
 TORCH_LIBRARY(gelu_fusion, m) {
   m.def("gelu(Tensor x, *, str approximate='none') -> Tensor");
-  m.def("gelu_backward(Tensor grad_output, Tensor x, *, "
-        "str approximate='none') -> Tensor");
+  m.def(
+      "gelu_backward(Tensor grad_output, Tensor x, *, "
+      "str approximate='none') -> Tensor");
   m.def("bias_gelu(Tensor x, Tensor bias, *, str approximate='none') -> Tensor");
-  m.def("bias_gelu_backward(Tensor grad_output, Tensor x, Tensor bias, *, "
-        "str approximate='none') -> (Tensor grad_x, Tensor grad_bias)");
+  m.def(
+      "bias_gelu_backward(Tensor grad_output, Tensor x, Tensor bias, *, "
+      "str approximate='none') -> (Tensor grad_x, Tensor grad_bias)");
   m.def("add_gelu(Tensor a, Tensor b, *, str approximate='none') -> Tensor");
-  m.def("add_gelu_backward(Tensor grad_output, Tensor a, Tensor b, *, "
-        "str approximate='none') -> Tensor");
+  m.def(
+      "add_gelu_backward(Tensor grad_output, Tensor a, Tensor b, *, "
+      "str approximate='none') -> Tensor");
   // geglu's gelu_half: 'first' is gelu(x[..., :H]) * x[..., H:], 'second'
   // x[..., :H] * gelu(x[..., H:]) (diffusers' GEGLU).
   m.def("geglu(Tensor x, *, str approximate='none', str gelu_half='first') -> Tensor");
-  m.def("geglu_backward(Tensor grad_output, Tensor x, *, "
-        "str approximate='none', str gelu_half='first') -> Tensor");
+  m.def(
+      "geglu_backward(Tensor grad_output, Tensor x, *, "
+      "str approximate='none', str gelu_half='first') -> Tensor");
   // out= overloads, as aten's: the result goes into preallocated tensors
   // (resized when their shape differs, dtype checked), with no autograd.
   m.def("gelu.out(Tensor x, *, str approximate='none', Tensor(a!) out) -> Tensor(a!)");
-  m.def("gelu_backward.out(Tensor grad_output, Tensor x, *, "
-        "str approximate='none', Tensor(a!) out) -> Tensor(a!)");
-  m.def("bias_gelu.out(Tensor x, Tensor bias, *, str approximate='none', "
-        "Tensor(a!) out) -> Tensor(a!)");
-  m.def("bias_gelu_backward.out(Tensor grad_output, Tensor x, Tensor bias, *, "
-        "str approximate='none', Tensor(a!) grad_x, Tensor(b!) grad_bias) -> "
-        "(Tensor(a!) grad_x, Tensor(b!) grad_bias)");
-  m.def("add_gelu.out(Tensor a, Tensor b, *, str approximate='none', "
-        "Tensor(a!) out) -> Tensor(a!)");
-  m.def("add_gelu_backward.out(Tensor grad_output, Tensor a, Tensor b, *, "
-        "str approximate='none', Tensor(a!) out) -> Tensor(a!)");
-  m.def("geglu.out(Tensor x, *, str approximate='none', str gelu_half='first', "
-        "Tensor(a!) out) -> Tensor(a!)");
-  m.def("geglu_backward.out(Tensor grad_output, Tensor x, *, "
-        "str approximate='none', str gelu_half='first', Tensor(a!) out) -> Tensor(a!)");
+  m.def(
+      "gelu_backward.out(Tensor grad_output, Tensor x, *, "
+      "str approximate='none', Tensor(a!) out) -> Tensor(a!)");
+  m.def(
+      "bias_gelu.out(Tensor x, Tensor bias, *, str approximate='none', "
+      "Tensor(a!) out) -> Tensor(a!)");
+  m.def(
+      "bias_gelu_backward.out(Tensor grad_output, Tensor x, Tensor bias, *, "
+      "str approximate='none', Tensor(a!) grad_x, Tensor(b!) grad_bias) -> "
+      "(Tensor(a!) grad_x, Tensor(b!) grad_bias)");
+  m.def(
+      "add_gelu.out(Tensor a, Tensor b, *, str approximate='none', "
+      "Tensor(a!) out) -> Tensor(a!)");
+  m.def(
+      "add_gelu_backward.out(Tensor grad_output, Tensor a, Tensor b, *, "
+      "str approximate='none', Tensor(a!) out) -> Tensor(a!)");
+  m.def(
+      "geglu.out(Tensor x, *, str approximate='none', str gelu_half='first', "
+      "Tensor(a!) out) -> Tensor(a!)");
+  m.def(
+      "geglu_backward.out(Tensor grad_output, Tensor x, *, "
+      "str approximate='none', str gelu_half='first', Tensor(a!) out) -> Tensor(a!)");
   // Not ops on tensors: test and diagnostic helpers.
-  m.def("_set_poison_outputs(bool on) -> bool",
-        &gelu_torch::set_poison_outputs);
+  m.def("_set_poison_outputs(bool on) -> bool", &gelu_torch::set_poison_outputs);
   m.def("simd_target() -> str", &gelu_torch::simd_target);
 }
 
@@ -332,7 +369,8 @@ TORCH_LIBRARY_IMPL(gelu_fusion, CPU, m) {
   m.impl("bias_gelu", &functional<BiasGeluArgs, Tensor, Tensor, S>);
   m.impl("bias_gelu_backward", &bias_gelu_backward_cpu);
   m.impl("add_gelu", &functional<AddGeluArgs, Tensor, Tensor, S>);
-  m.impl("add_gelu_backward", &functional<AddGeluBackwardArgs, Tensor, Tensor, Tensor, S>);
+  m.impl("add_gelu_backward",
+         &functional<AddGeluBackwardArgs, Tensor, Tensor, Tensor, S>);
   m.impl("geglu", &functional<GegluArgs, Tensor, S, S>);
   m.impl("geglu_backward", &functional<GegluBackwardArgs, Tensor, Tensor, S, S>);
 }
@@ -347,7 +385,8 @@ TORCH_LIBRARY_IMPL(gelu_fusion, CompositeExplicitAutograd, m) {
   m.impl("bias_gelu.out", &out_variant<BiasGeluArgs, Tensor, Tensor, S>);
   m.impl("bias_gelu_backward.out", &bias_gelu_backward_out_cpu);
   m.impl("add_gelu.out", &out_variant<AddGeluArgs, Tensor, Tensor, S>);
-  m.impl("add_gelu_backward.out", &out_variant<AddGeluBackwardArgs, Tensor, Tensor, Tensor, S>);
+  m.impl("add_gelu_backward.out",
+         &out_variant<AddGeluBackwardArgs, Tensor, Tensor, Tensor, S>);
   m.impl("geglu.out", &out_variant<GegluArgs, Tensor, S, S>);
   m.impl("geglu_backward.out", &out_variant<GegluBackwardArgs, Tensor, Tensor, S, S>);
 }

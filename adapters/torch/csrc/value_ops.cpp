@@ -19,27 +19,32 @@ namespace {
 using at::Tensor;
 using c10::string_view;
 
-std::tuple<Tensor, Tensor> gelu_backward_and_value(const Tensor& dy_in, const Tensor& x_in,
+std::tuple<Tensor, Tensor> gelu_backward_and_value(const Tensor& dy_in,
+                                                   const Tensor& x_in,
                                                    string_view approximate) {
   constexpr const char* kOp = "gelu_backward_and_value";
-  const gelu::DType t = dtype_of(kOp, "x", x_in), tdy = dtype_of(kOp, "grad_output", dy_in);
+  const gelu::DType t = dtype_of(kOp, "x", x_in),
+                    tdy = dtype_of(kOp, "grad_output", dy_in);
   const gelu::Options o = options(kOp, approximate);
   const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
   Tensor dx = new_output(x.sizes(), x), y = new_output(x.sizes(), x);
-  call([&] { gelu::gelu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), ref(y, t), o); });
+  call([&] {
+    gelu::gelu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), ref(y, t), o);
+  });
   return {dx, y};
 }
 
 // dbias takes the bias's dtype, as bias_gelu_backward's.
-std::tuple<Tensor, Tensor, Tensor> bias_gelu_backward_and_value(const Tensor& dy_in,
-                                                                const Tensor& x_in,
-                                                                const Tensor& bias_in,
-                                                                string_view approximate) {
+std::tuple<Tensor, Tensor, Tensor> bias_gelu_backward_and_value(
+    const Tensor& dy_in, const Tensor& x_in, const Tensor& bias_in,
+    string_view approximate) {
   constexpr const char* kOp = "bias_gelu_backward_and_value";
-  const gelu::DType t = dtype_of(kOp, "x", x_in), tdy = dtype_of(kOp, "grad_output", dy_in),
+  const gelu::DType t = dtype_of(kOp, "x", x_in),
+                    tdy = dtype_of(kOp, "grad_output", dy_in),
                     tb = dtype_of(kOp, "bias", bias_in);
   const gelu::Options o = options(kOp, approximate);
-  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous(), bias = bias_in.contiguous();
+  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous(),
+               bias = bias_in.contiguous();
   Tensor dx = new_output(x.sizes(), x), dbias = new_output(bias.sizes(), bias),
          y = new_output(x.sizes(), x);
   call([&] {
@@ -50,14 +55,17 @@ std::tuple<Tensor, Tensor, Tensor> bias_gelu_backward_and_value(const Tensor& dy
 }
 
 // gelu_half as geglu_backward's: the half of x the GELU applies to.
-std::tuple<Tensor, Tensor> geglu_backward_and_value(const Tensor& dy_in, const Tensor& x_in,
+std::tuple<Tensor, Tensor> geglu_backward_and_value(const Tensor& dy_in,
+                                                    const Tensor& x_in,
                                                     string_view approximate,
                                                     string_view gelu_half) {
   constexpr const char* kOp = "geglu_backward_and_value";
-  const gelu::DType t = dtype_of(kOp, "x", x_in), tdy = dtype_of(kOp, "grad_output", dy_in);
+  const gelu::DType t = dtype_of(kOp, "x", x_in),
+                    tdy = dtype_of(kOp, "grad_output", dy_in);
   gelu::Options o = options(kOp, approximate);
   try {
-    o.gelu_half = gelu::parse_gelu_half(std::string_view(gelu_half.data(), gelu_half.size()));
+    o.gelu_half = gelu::parse_gelu_half(
+        std::string_view(gelu_half.data(), gelu_half.size()));
   } catch (const gelu::Error& e) {
     TORCH_CHECK(false, "gelu_fusion::", kOp, ": ", e.what());
   }
@@ -67,7 +75,9 @@ std::tuple<Tensor, Tensor> geglu_backward_and_value(const Tensor& dy_in, const T
   std::vector<int64_t> ys(x.sizes().begin(), x.sizes().end());
   if (!ys.empty()) ys.back() /= 2;
   Tensor dx = new_output(x.sizes(), x), y = new_output(ys, x);
-  call([&] { gelu::geglu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), ref(y, t), o); });
+  call([&] {
+    gelu::geglu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), ref(y, t), o);
+  });
   return {dx, y};
 }
 
@@ -75,22 +85,27 @@ std::tuple<Tensor, Tensor> geglu_backward_and_value(const Tensor& dy_in, const T
 // the op writes there. y may be grad_output itself (the library computes y
 // in place on an input of its shape and dtype): the node passes its
 // temporary dY, so the backward allocates no buffer for y.
-void check_y(const char* op, const Tensor& y, at::IntArrayRef sizes, const Tensor& like) {
+void check_y(const char* op, const Tensor& y, at::IntArrayRef sizes,
+             const Tensor& like) {
   check_out(op, "y", y, like);
   TORCH_CHECK(y.sizes() == sizes && y.is_contiguous(), "gelu_fusion::", op,
-              ": y has shape ", y.sizes(), (y.is_contiguous() ? "" : " (not contiguous)"),
+              ": y has shape ", y.sizes(),
+              (y.is_contiguous() ? "" : " (not contiguous)"),
               ", expected a contiguous tensor of shape ", sizes);
 }
 
 Tensor gelu_backward_and_value_out(const Tensor& dy_in, const Tensor& x_in,
                                    string_view approximate, Tensor& y) {
   constexpr const char* kOp = "gelu_backward_and_value";
-  const gelu::DType t = dtype_of(kOp, "x", x_in), tdy = dtype_of(kOp, "grad_output", dy_in);
+  const gelu::DType t = dtype_of(kOp, "x", x_in),
+                    tdy = dtype_of(kOp, "grad_output", dy_in);
   const gelu::Options o = options(kOp, approximate);
   const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
   check_y(kOp, y, x.sizes(), x);
   Tensor dx = new_output(x.sizes(), x);
-  call([&] { gelu::gelu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), ref(y, t), o); });
+  call([&] {
+    gelu::gelu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), ref(y, t), o);
+  });
   return dx;
 }
 
@@ -100,10 +115,12 @@ std::tuple<Tensor, Tensor> bias_gelu_backward_and_value_out(const Tensor& dy_in,
                                                             string_view approximate,
                                                             Tensor& y) {
   constexpr const char* kOp = "bias_gelu_backward_and_value";
-  const gelu::DType t = dtype_of(kOp, "x", x_in), tdy = dtype_of(kOp, "grad_output", dy_in),
+  const gelu::DType t = dtype_of(kOp, "x", x_in),
+                    tdy = dtype_of(kOp, "grad_output", dy_in),
                     tb = dtype_of(kOp, "bias", bias_in);
   const gelu::Options o = options(kOp, approximate);
-  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous(), bias = bias_in.contiguous();
+  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous(),
+               bias = bias_in.contiguous();
   check_y(kOp, y, x.sizes(), x);
   Tensor dx = new_output(x.sizes(), x), dbias = new_output(bias.sizes(), bias);
   call([&] {
@@ -114,12 +131,15 @@ std::tuple<Tensor, Tensor> bias_gelu_backward_and_value_out(const Tensor& dy_in,
 }
 
 Tensor geglu_backward_and_value_out(const Tensor& dy_in, const Tensor& x_in,
-                                    string_view approximate, string_view gelu_half, Tensor& y) {
+                                    string_view approximate, string_view gelu_half,
+                                    Tensor& y) {
   constexpr const char* kOp = "geglu_backward_and_value";
-  const gelu::DType t = dtype_of(kOp, "x", x_in), tdy = dtype_of(kOp, "grad_output", dy_in);
+  const gelu::DType t = dtype_of(kOp, "x", x_in),
+                    tdy = dtype_of(kOp, "grad_output", dy_in);
   gelu::Options o = options(kOp, approximate);
   try {
-    o.gelu_half = gelu::parse_gelu_half(std::string_view(gelu_half.data(), gelu_half.size()));
+    o.gelu_half = gelu::parse_gelu_half(
+        std::string_view(gelu_half.data(), gelu_half.size()));
   } catch (const gelu::Error& e) {
     TORCH_CHECK(false, "gelu_fusion::", kOp, ": ", e.what());
   }
@@ -128,7 +148,9 @@ Tensor geglu_backward_and_value_out(const Tensor& dy_in, const Tensor& x_in,
   if (!ys.empty()) ys.back() /= 2;
   check_y(kOp, y, ys, x);
   Tensor dx = new_output(x.sizes(), x);
-  call([&] { gelu::geglu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), ref(y, t), o); });
+  call([&] {
+    gelu::geglu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), ref(y, t), o);
+  });
   return dx;
 }
 
@@ -138,27 +160,34 @@ Tensor geglu_backward_and_value_out(const Tensor& dy_in, const Tensor& x_in,
 // Each returns the backward op's results followed by y, the forward op's
 // result recomputed in the same pass.
 TORCH_LIBRARY_FRAGMENT(gelu_fusion, m) {
-  m.def("gelu_backward_and_value(Tensor grad_output, Tensor x, *, "
-        "str approximate='none') -> (Tensor grad_x, Tensor y)");
-  m.def("bias_gelu_backward_and_value(Tensor grad_output, Tensor x, Tensor bias, *, "
-        "str approximate='none') -> (Tensor grad_x, Tensor grad_bias, Tensor y)");
-  m.def("geglu_backward_and_value(Tensor grad_output, Tensor x, *, "
-        "str approximate='none', str gelu_half='first') -> (Tensor grad_x, Tensor y)");
+  m.def(
+      "gelu_backward_and_value(Tensor grad_output, Tensor x, *, "
+      "str approximate='none') -> (Tensor grad_x, Tensor y)");
+  m.def(
+      "bias_gelu_backward_and_value(Tensor grad_output, Tensor x, Tensor bias, *, "
+      "str approximate='none') -> (Tensor grad_x, Tensor grad_bias, Tensor y)");
+  m.def(
+      "geglu_backward_and_value(Tensor grad_output, Tensor x, *, "
+      "str approximate='none', str gelu_half='first') -> (Tensor grad_x, Tensor y)");
 }
 
 // .out: y written into the given tensor (it may be grad_output).
 TORCH_LIBRARY_FRAGMENT(gelu_fusion, m) {
-  m.def("gelu_backward_and_value.out(Tensor grad_output, Tensor x, *, "
-        "str approximate='none', Tensor(a!) y) -> Tensor grad_x");
-  m.def("bias_gelu_backward_and_value.out(Tensor grad_output, Tensor x, Tensor bias, *, "
-        "str approximate='none', Tensor(a!) y) -> (Tensor grad_x, Tensor grad_bias)");
-  m.def("geglu_backward_and_value.out(Tensor grad_output, Tensor x, *, "
-        "str approximate='none', str gelu_half='first', Tensor(a!) y) -> Tensor grad_x");
+  m.def(
+      "gelu_backward_and_value.out(Tensor grad_output, Tensor x, *, "
+      "str approximate='none', Tensor(a!) y) -> Tensor grad_x");
+  m.def(
+      "bias_gelu_backward_and_value.out(Tensor grad_output, Tensor x, Tensor bias, *, "
+      "str approximate='none', Tensor(a!) y) -> (Tensor grad_x, Tensor grad_bias)");
+  m.def(
+      "geglu_backward_and_value.out(Tensor grad_output, Tensor x, *, "
+      "str approximate='none', str gelu_half='first', Tensor(a!) y) -> Tensor grad_x");
 }
 
 TORCH_LIBRARY_IMPL(gelu_fusion, CPU, m) {
   m.impl("gelu_backward_and_value.out", &gelu_torch::gelu_backward_and_value_out);
-  m.impl("bias_gelu_backward_and_value.out", &gelu_torch::bias_gelu_backward_and_value_out);
+  m.impl("bias_gelu_backward_and_value.out",
+         &gelu_torch::bias_gelu_backward_and_value_out);
   m.impl("geglu_backward_and_value.out", &gelu_torch::geglu_backward_and_value_out);
   m.impl("gelu_backward_and_value", &gelu_torch::gelu_backward_and_value);
   m.impl("bias_gelu_backward_and_value", &gelu_torch::bias_gelu_backward_and_value);
