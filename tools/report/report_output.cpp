@@ -135,8 +135,13 @@ std::string throughput_section(const Report& r) {
               size_name(t.n), std::to_string(t.threads)};
       if (which == "scales") row.push_back(t.inputs);
       if (which == "shapes")
-        row.push_back("[" + std::to_string(t.n / t.cols) + ", " +
-                      std::to_string(t.cols) + "]");
+        // Appended, not "[" + std::to_string(...): GCC 12's -Wrestrict false
+        // positive on a literal + std::string&&.
+        row.push_back(std::string("[")
+                          .append(std::to_string(t.n / t.cols))
+                          .append(", ")
+                          .append(std::to_string(t.cols))
+                          .append("]"));
       for (std::string c :
            {fmt("%.3f", t.ours.median / n) + " [" + fmt("%.3f", t.ours.min / n) + "-" +
                 fmt("%.3f", t.ours.max / n) + "]",
