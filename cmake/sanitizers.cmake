@@ -1,7 +1,8 @@
 # Sanitized and fuzzing builds, each in its own build directory
 # (scripts/sanitize.sh makes them: build-asan, build-tsan, build-fuzz):
 #
-#   GELU_SANITIZE=address   ASan + UBSan, every unit test (g++ or clang)
+#   GELU_SANITIZE=address   ASan + UBSan, every unit test (clang in
+#                           scripts/sanitize.sh; g++ works, but slowly)
 #   GELU_SANITIZE=thread    TSan, the threaded tests only (gelu_tsan_tests;
 #                           clang, whose LLVM libomp has the Archer tool)
 #   GELU_FUZZ=ON            the libFuzzer API fuzzer fuzz_api (clang), with
