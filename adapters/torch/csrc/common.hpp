@@ -71,6 +71,27 @@ inline gelu::Options options(const char* op, c10::string_view approximate) {
   return o;
 }
 
+// y's shape is x's with the last dimension halved; a 0-d x keeps [] so the
+// library reports the rank error.
+inline std::vector<int64_t> half_last(const at::Tensor& x) {
+  std::vector<int64_t> s(x.sizes().begin(), x.sizes().end());
+  if (!s.empty()) s.back() /= 2;
+  return s;
+}
+
+// geglu's options: the form, and which half of x the GELU applies to.
+inline gelu::Options geglu_options(const char* op, c10::string_view approximate,
+                                   c10::string_view gelu_half) {
+  gelu::Options o = options(op, approximate);
+  try {
+    o.gelu_half = gelu::parse_gelu_half(
+        std::string_view(gelu_half.data(), gelu_half.size()));
+  } catch (const gelu::Error& e) {
+    TORCH_CHECK(false, "gelu_fusion::", op, ": ", e.what());
+  }
+  return o;
+}
+
 // Output layout as F.gelu's (empty_like): a dense, non-overlapping input
 // that is not contiguous (transposed, channels_last) is computed through its
 // permuted view, which is contiguous without a copy, and the result is

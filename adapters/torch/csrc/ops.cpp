@@ -182,27 +182,6 @@ struct AddGeluBackwardArgs {
   }
 };
 
-// y's shape is x's with the last dimension halved; a 0-d x keeps [] so the
-// library reports the rank error.
-std::vector<int64_t> half_last(const Tensor& x) {
-  std::vector<int64_t> s(x.sizes().begin(), x.sizes().end());
-  if (!s.empty()) s.back() /= 2;
-  return s;
-}
-
-// geglu's options: the form, and which half of x the GELU applies to.
-gelu::Options geglu_options(const char* op, string_view approximate,
-                            string_view gelu_half) {
-  gelu::Options o = options(op, approximate);
-  try {
-    o.gelu_half = gelu::parse_gelu_half(
-        std::string_view(gelu_half.data(), gelu_half.size()));
-  } catch (const gelu::Error& e) {
-    TORCH_CHECK(false, "gelu_fusion::", op, ": ", e.what());
-  }
-  return o;
-}
-
 struct GegluArgs {
   static constexpr const char* kOp = "geglu";
   gelu::DType t;

@@ -62,18 +62,9 @@ std::tuple<Tensor, Tensor> geglu_backward_and_value(const Tensor& dy_in,
   constexpr const char* kOp = "geglu_backward_and_value";
   const gelu::DType t = dtype_of(kOp, "x", x_in),
                     tdy = dtype_of(kOp, "grad_output", dy_in);
-  gelu::Options o = options(kOp, approximate);
-  try {
-    o.gelu_half = gelu::parse_gelu_half(
-        std::string_view(gelu_half.data(), gelu_half.size()));
-  } catch (const gelu::Error& e) {
-    TORCH_CHECK(false, "gelu_fusion::", kOp, ": ", e.what());
-  }
+  const gelu::Options o = geglu_options(kOp, approximate, gelu_half);
   const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
-  // y's shape is x's with the last dimension halved; a 0-d x keeps [] so
-  // the library reports the rank error.
-  std::vector<int64_t> ys(x.sizes().begin(), x.sizes().end());
-  if (!ys.empty()) ys.back() /= 2;
+  const std::vector<int64_t> ys = half_last(x);
   Tensor dx = new_output(x.sizes(), x), y = new_output(ys, x);
   call([&] {
     gelu::geglu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), ref(y, t), o);
@@ -136,16 +127,9 @@ Tensor geglu_backward_and_value_out(const Tensor& dy_in, const Tensor& x_in,
   constexpr const char* kOp = "geglu_backward_and_value";
   const gelu::DType t = dtype_of(kOp, "x", x_in),
                     tdy = dtype_of(kOp, "grad_output", dy_in);
-  gelu::Options o = options(kOp, approximate);
-  try {
-    o.gelu_half = gelu::parse_gelu_half(
-        std::string_view(gelu_half.data(), gelu_half.size()));
-  } catch (const gelu::Error& e) {
-    TORCH_CHECK(false, "gelu_fusion::", kOp, ": ", e.what());
-  }
+  const gelu::Options o = geglu_options(kOp, approximate, gelu_half);
   const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
-  std::vector<int64_t> ys(x.sizes().begin(), x.sizes().end());
-  if (!ys.empty()) ys.back() /= 2;
+  const std::vector<int64_t> ys = half_last(x);
   check_y(kOp, y, ys, x);
   Tensor dx = new_output(x.sizes(), x);
   call([&] {
