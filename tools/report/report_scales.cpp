@@ -150,25 +150,10 @@ void run_shapes(const Settings& s, TorchPeer* torch, Report& r) {
       Buffer src(bytes / 2), dst(bytes / 2);
       for (Approx form : s.throughput_forms)
         for (int threads : s.threads) {
-          onednn::set_threads(threads);
-          std::string why = "--no-peers";
-          auto peer = s.peers ? onednn::make_peer(c, form, &why) : nullptr;
-          std::vector<std::function<void()>> fns{[&] { run_ours(c, form, threads); }};
-          if (peer) fns.push_back([&] { peer->run(); });
-          fns.push_back(
-              [&] { parallel_copy(dst.data(), src.data(), bytes / 2, threads); });
-          const TimingPolicy p = policy_for(n, s.quick);
-          const std::vector<Stat> st = time_interleaved(fns, p);
-          ThroughputRow row{op,    form,  DType::f32, n,  threads,
-                            bytes, st[0], st.back(),  {}, {}};
+          ThroughputRow row = time_throughput_row(s, torch, c, op, DType::f32, bytes,
+                                                  src, dst, form, threads);
           row.table = "shapes";
-          row.cols = cols;
-          if (peer) row.onednn.t = st[1];
-          else row.onednn.note = why;
-          row.torch.note = s.peers ? "not run" : "--no-peers";
           r.throughput.push_back(row);
-          if (s.peers)
-            torch->add_throughput(op, form, DType::f32, shape, threads, bytes / 2, p);
         }
     }
 }

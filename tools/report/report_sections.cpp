@@ -73,6 +73,29 @@ std::vector<PendingTorchAccuracy> run_accuracy(const Settings& s, TorchPeer* tor
   return pending;
 }
 
+ThroughputRow time_throughput_row(const Settings& s, TorchPeer* torch, Case& c, OpId op,
+                                  DType t, int64_t bytes, Buffer& src, Buffer& dst,
+                                  Approx form, int threads) {
+  const int64_t n = c.shape.n();
+  onednn::set_threads(threads);
+  std::string why;
+  auto peer = s.peers ? onednn::make_peer(c, form, &why) : nullptr;
+  if (!s.peers) why = "--no-peers";
+  // Round order: ours, oneDNN, copy.
+  std::vector<std::function<void()>> fns{[&] { run_ours(c, form, threads); }};
+  if (peer) fns.push_back([&] { peer->run(); });
+  fns.push_back([&] { parallel_copy(dst.data(), src.data(), bytes / 2, threads); });
+  const TimingPolicy p = policy_for(n, s.quick);
+  const std::vector<Stat> st = time_interleaved(fns, p);
+  ThroughputRow row{op, form, t, n, threads, bytes, st[0], st.back(), {}, {}};
+  row.cols = c.shape.cols;
+  if (peer) row.onednn.t = st[1];
+  else row.onednn.note = why;
+  row.torch.note = s.peers ? "not run" : "--no-peers";
+  if (s.peers) torch->add_throughput(op, form, t, c.shape, threads, bytes / 2, p);
+  return row;
+}
+
 void run_throughput(const Settings& s, TorchPeer* torch, Report& r) {
   double estimate = 0;
   const size_t per_size = s.ops.size() * s.dtypes.size() * s.throughput_forms.size();
@@ -101,25 +124,8 @@ void run_throughput(const Settings& s, TorchPeer* torch, Report& r) {
         Buffer src(bytes / 2), dst(bytes / 2);
         for (Approx form : s.throughput_forms)
           for (int threads : s.threads) {
-            onednn::set_threads(threads);
-            std::string why;
-            auto peer = s.peers ? onednn::make_peer(c, form, &why) : nullptr;
-            if (!s.peers) why = "--no-peers";
-            // Round order: ours, oneDNN, copy.
-            std::vector<std::function<void()>> fns{[&] { run_ours(c, form, threads); }};
-            if (peer) fns.push_back([&] { peer->run(); });
-            fns.push_back(
-                [&] { parallel_copy(dst.data(), src.data(), bytes / 2, threads); });
-            const TimingPolicy p = policy_for(n, s.quick);
-            const std::vector<Stat> st = time_interleaved(fns, p);
-            ThroughputRow row{op, form, t, n, threads, bytes, st[0], st.back(), {}, {}};
-            row.cols = shape.cols;
-            if (peer) row.onednn.t = st[1];
-            else row.onednn.note = why;
-            row.torch.note = s.peers ? "not run" : "--no-peers";
-            r.throughput.push_back(row);
-            if (s.peers)
-              torch->add_throughput(op, form, t, shape, threads, bytes / 2, p);
+            r.throughput.push_back(time_throughput_row(s, torch, c, op, t, bytes, src,
+                                                       dst, form, threads));
           }
         ++done;
         work_done += n + 1e6;

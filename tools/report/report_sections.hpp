@@ -12,6 +12,8 @@
 
 namespace gelu::report {
 
+struct Case;  // report_case.hpp
+
 struct Settings {
   std::vector<OpId> ops;
   std::vector<DType> dtypes;
@@ -36,6 +38,13 @@ struct PendingTorchAccuracy {
 // estimate) on stderr.
 std::vector<PendingTorchAccuracy> run_accuracy(const Settings&, TorchPeer*, Report&);
 void run_throughput(const Settings&, TorchPeer*, Report&);
+// One throughput row of case c (op, dtype t, its shape, `bytes` of traffic)
+// timed in interleaved rounds of ours, oneDNN and a copy of bytes / 2
+// (src, dst: buffers of that size); PyTorch's job queued on torch. The
+// caller sets the row's table and pushes it.
+ThroughputRow time_throughput_row(const Settings&, TorchPeer*, Case& c, OpId op,
+                                  DType t, int64_t bytes, Buffer& src, Buffer& dst,
+                                  Approx form, int threads);
 void run_overhead(const Settings&, TorchPeer*, Report&);
 // Once the script has run: PyTorch's rows and columns.
 void fill_torch(const Settings&, const TorchPeer&,
