@@ -191,6 +191,35 @@ def linear_bias_gelu_linear(x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor,
     return _eager_bias_gelu_linear(h, b1.to(h.dtype), w2, b2, approximate)
 
 
+def addmm_bias_gelu_linear(bias: Tensor, a: Tensor, w: Tensor, shape: List[int],
+                           w2: Tensor, b2: Optional[Tensor], approximate: str) -> Tensor:
+    """F.linear(addmm_bias_gelu(bias, a, w, shape), w2, b2), keeping the
+    matmul's output (reshaped), not the GELU's, where the bias fits (as
+    addmm_bias_gelu checks)."""
+    if torch.jit.is_scripting():
+        return F.linear(addmm_bias_gelu(bias, a, w, shape, approximate), w2, b2)
+    y = torch.mm(a, w)
+    v = y.reshape(shape)
+    if _bias_fits(y, bias) and v.dim() >= 1 and v.shape[-1] == y.shape[-1]:
+        return _eager_bias_gelu_linear(v, bias.to(v.dtype), w2, b2, approximate)
+    return F.linear(gelu((y + bias.to(y.dtype)).reshape(shape), approximate), w2, b2)
+
+
+# Not TorchScript: neither is the Conv1D code it stands in
+# (`x.size()[:-1] + (nf,)` adds a tuple to a list there).
+@torch.jit.unused
+def conv1d_input_size(z: Tensor, weight: Tensor, dim: Optional[int] = None):
+    """The size of a Conv1D's input (dimension `dim`, or all), from its
+    output z = [..., out] and its weight [in, out]: what the Conv1D's own
+    code asks of its input, once the input is no longer a tensor in the
+    graph (fusion_conv1d)."""
+    if dim is None:
+        return z.size()[:-1] + (weight.shape[0],)
+    if dim == -1 or dim == z.dim() - 1:
+        return weight.shape[0]
+    return z.size(dim)
+
+
 def geglu_halves_linear(x: Tensor, half: int, w2: Tensor, b2: Optional[Tensor],
                         approximate: str, dim: int = -1, split: bool = False) -> Tensor:
     """F.linear(geglu_halves(x, half, dim, split), w2, b2), keeping x, not
@@ -232,9 +261,10 @@ def geglu_two_linears_bias_linear(x: Tensor, w_gate: Tensor, w_up: Tensor,
 
 
 _WITH_NEXT_LINEAR = {"gelu_linear": "gelu", "linear_bias_gelu_linear": "bias_gelu",
+                     "addmm_bias_gelu_linear": "bias_gelu",
                      "geglu_halves_linear": "geglu",
                      "geglu_halves_gelu_second_linear": "geglu",
                      "geglu_two_linears_linear": "geglu",
                      "geglu_two_linears_bias_linear": "geglu"}
-__all__ += list(_WITH_NEXT_LINEAR)
+__all__ += list(_WITH_NEXT_LINEAR) + ["conv1d_input_size"]
 RESULT.update(_WITH_NEXT_LINEAR)

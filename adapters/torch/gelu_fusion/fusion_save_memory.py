@@ -5,9 +5,12 @@ a Linear -> GELU -> Linear block keeps d + 4d instead of d + 4d + 4d values
 per token, with the same results.
 
 Matched after the bias and GeGLU passes, the second Linear being an
-nn.Linear (exact type, no hooks) called as a module or F.linear:
+nn.Linear (exact type, no hooks) called as a module, F.linear, or Hugging
+Face's Conv1D traced through (GPT-2's MLP: addmm on the flattened input,
+weight [in, out]; fusion_conv1d), which runs as F.linear with weight.t():
 
 - linear_bias_gelu(x, W1, b1) -> Linear   (nn.Linear / F.linear with bias)
+- addmm_bias_gelu(b1, a, W1) -> Linear    (a Conv1D before the GELU)
 - gelu(h) -> Linear                       (any other GELU input)
 - geglu(x) / geglu of the second half / geglu of two Linears -> Linear
 
@@ -21,12 +24,15 @@ import torch.nn.functional as F
 from torch import nn
 from torch.fx import Node
 
+from . import fusion_conv1d as conv1d
 from . import fusion_graph as g
 from . import fusion_runtime as rt
 from .fusion_trace import has_hooks
 
 _DROPOUTS = (nn.Dropout, nn.AlphaDropout)
 _NOTE = "; with the next Linear as one node keeping the GELU's input, not its output"
+_NOTE_CONV1D = ("; with the next Conv1D `{}` (as a Linear on its weight.t()) as one "
+                "node keeping the GELU's input, not its output")
 
 
 def _site(node: Node):
@@ -36,10 +42,14 @@ def _site(node: Node):
 def _second_linear(gm, node: Node):
     """(linear node, [nodes between], weight, bias, why) for the Linear that
     is node's only user (through p=0 dropouts / Identity); weight is None
-    with `why` when there is none to fuse."""
+    with `why` when there is none to fuse. A Conv1D traced through comes
+    back as its fusion_conv1d.Conv1DUse in place of the linear node."""
     between = []
     cur = node
     while True:
+        use, why = conv1d.match(cur)
+        if use is not None or why:
+            return use, between, None, None, why
         if len(cur.users) != 1:
             linear = any(type(g.module_of(gm, u)) is nn.Linear or g.calls(u, (F.linear,))
                          for u in cur.users)
@@ -55,6 +65,8 @@ def _second_linear(gm, node: Node):
             return None, between, None, None, (
                 "a dropout between the GELU and the next Linear: left unfused "
                 "(the dropout's input is kept)")
+        if conv1d.is_conv1d(mod) and has_hooks(mod):  # called as it is, not traced
+            return None, between, None, None, f"{user.target} has hooks"
         if type(mod) is nn.Linear and user.args[:1] == (cur,) and len(user.args) == 1 \
                 and not user.kwargs:
             if has_hooks(mod):
@@ -73,11 +85,20 @@ def _second_linear(gm, node: Node):
 # the next Linear: (new function, the fused call's arguments kept).
 _WITH_LINEAR = {
     rt.linear_bias_gelu: rt.linear_bias_gelu_linear,
+    rt.addmm_bias_gelu: rt.addmm_bias_gelu_linear,
     rt.geglu_halves: rt.geglu_halves_linear,
     rt.geglu_halves_gelu_second: rt.geglu_halves_gelu_second_linear,
     rt.geglu_two_linears: rt.geglu_two_linears_linear,
     rt.geglu_two_linears_bias: rt.geglu_two_linears_bias_linear,
 }
+
+
+def _args(node: Node, w, b) -> tuple:
+    """The fused call's arguments with the Linear's weight and bias added."""
+    if node.target in (rt.geglu_halves, rt.geglu_halves_gelu_second):
+        # (x, half, form, dim, split): the Linear's w and b go before form.
+        return tuple(node.args[:2]) + (w, b) + tuple(node.args[2:])
+    return tuple(node.args[:-1]) + (w, b, node.args[-1])
 
 
 def fuse(gm) -> None:
@@ -97,15 +118,18 @@ def fuse(gm) -> None:
             if why:
                 site.reason += f"; memory saving not applied: {why}"
             continue
-        if node.target in (rt.geglu_halves, rt.geglu_halves_gelu_second):
-            # (x, half, form, dim, split): the Linear's w and b go before form.
-            args = tuple(node.args[:2]) + (w, b) + tuple(node.args[2:])
+        if isinstance(lin, conv1d.Conv1DUse):
+            y = between[-1] if between else node
+            new = conv1d.rewrite(graph, lin, y, fn, lambda w, b: _args(node, w, b),
+                                 [node] + between)
+            new.meta.update(node.meta)
+            note = _NOTE_CONV1D.format(lin.module)
         else:
-            args = tuple(node.args[:-1]) + (w, b, node.args[-1])
-        new = g.replace(graph, lin, fn, args, [node] + between)
+            new = g.replace(graph, lin, fn, _args(node, w, b), [node] + between)
+            note = _NOTE
         new.meta.pop("gf_site", None)
         new.meta["gf_fused_site"] = site
         if site.result == "gelu" and site.reason == "":
-            site.reason = _NOTE[2:]
+            site.reason = note[2:]
         else:
-            site.reason += _NOTE
+            site.reason += note

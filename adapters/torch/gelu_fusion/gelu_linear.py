@@ -71,6 +71,17 @@ def _composed_backward(ctx, dz):
     return dh, db1, dw2, db2, None, None
 
 
+def _weight_grad(dz2: Tensor, y2: Tensor, weight2: Tensor) -> Tensor:
+    """dZ^T Y, laid out as weight2 is: for a transposed view (a Conv1D's
+    weight.t(), the Parameter stored [in, out]) the product is computed as
+    (Y^T dZ)^T, so the gradient reaching the Parameter through the transpose
+    is contiguous and autograd keeps it as it is instead of copying it into
+    the Parameter's layout."""
+    if weight2.dim() == 2 and not weight2.is_contiguous() and weight2.t().is_contiguous():
+        return y2.t().mm(dz2).t()
+    return dz2.t().mm(y2)
+
+
 class _ActivationLinear(torch.autograd.Function):
     """z = linear(act(h [+ bias1]), weight2, bias2); saves h, bias1, weight2."""
 
@@ -120,7 +131,7 @@ class _ActivationLinear(torch.autograd.Function):
         elif need_w2:  # only W2's gradient: y alone, from the forward op
             y = _value(h, bias1, a, ctx.gated)
         if need_w2:
-            dw2 = dz2.t().mm(y.reshape(-1, y.shape[-1]))
+            dw2 = _weight_grad(dz2, y.reshape(-1, y.shape[-1]), weight2)
         if need_b2:
             db2 = dz2.sum(0)
         return (dh if need_h else None, db1 if need_b1 else None, dw2, db2, None, None)
