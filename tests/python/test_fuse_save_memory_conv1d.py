@@ -171,8 +171,9 @@ def test_explain_names_the_conv1d():
 
 def test_gelu_output_with_another_use_is_refused():
     torch.manual_seed(0)
-    m = GPT2MLPTwoUses(HID, model_zoo.Config(D, HID))
-    m.act = model_zoo.ACT2FN["gelu_new"]()
+    cfg = model_zoo.Config(D, HID)
+    cfg.activation_function = "gelu_new"
+    m = GPT2MLPTwoUses(HID, cfg)
     report = gelu_fusion.explain(m, print_table=False)
     (site,) = report.sites
     assert site.result == "bias_gelu"

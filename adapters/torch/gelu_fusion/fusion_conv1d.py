@@ -139,7 +139,11 @@ def rewrite(graph: torch.fx.Graph, use: Conv1DUse, y: Node, fn,
         wt = graph.call_method("t", (w,))
         new = graph.call_function(fn, args_with(wt, b))
     use.out.replace_input_with(use.addmm, new)
+    attrs = (use.addmm.args[0], use.addmm.args[2])
     graph.erase_node(use.addmm)
+    for a in attrs:  # read again before the new node
+        if not a.users:
+            graph.erase_node(a)
     last = _last_size_node(use.flat)
     graph.erase_node(use.flat)
     if last not in use.shape_queries and not last.users:  # y.shape[-1]
@@ -152,8 +156,10 @@ def rewrite(graph: torch.fx.Graph, use: Conv1DUse, y: Node, fn,
             if g.calls(q, (), ("dim",)):
                 a = graph.call_method("dim", (new,))
             else:
-                dim = q.args[1] if len(q.args) == 2 and q.op == "call_method" else None
-                a = graph.call_function(rt.conv1d_input_size, (new, w, dim))
+                if len(q.args) == 2 and q.op == "call_method":  # y.size(d)
+                    a = graph.call_function(rt.conv1d_input_size_at, (new, w, q.args[1]))
+                else:
+                    a = graph.call_function(rt.conv1d_input_size, (new, w))
         q.replace_all_uses_with(a)
         graph.erase_node(q)
     order = {n: i for i, n in enumerate(graph.nodes)}

@@ -205,16 +205,16 @@ def addmm_bias_gelu_linear(bias: Tensor, a: Tensor, w: Tensor, shape: List[int],
     return F.linear(gelu((y + bias.to(y.dtype)).reshape(shape), approximate), w2, b2)
 
 
-# Not TorchScript: neither is the Conv1D code it stands in
-# (`x.size()[:-1] + (nf,)` adds a tuple to a list there).
-@torch.jit.unused
-def conv1d_input_size(z: Tensor, weight: Tensor, dim: Optional[int] = None):
-    """The size of a Conv1D's input (dimension `dim`, or all), from its
-    output z = [..., out] and its weight [in, out]: what the Conv1D's own
-    code asks of its input, once the input is no longer a tensor in the
-    graph (fusion_conv1d)."""
-    if dim is None:
-        return z.size()[:-1] + (weight.shape[0],)
+def conv1d_input_size(z: Tensor, weight: Tensor) -> List[int]:
+    """The size of a Conv1D's input, from its output z = [..., out] and its
+    weight [in, out]: what the Conv1D's own code asks of its input, once
+    the input is no longer a tensor in the graph (fusion_conv1d). A
+    torch.Size in eager, as the input's size() is (List[int] scripted)."""
+    return z.size()[:-1] + (weight.shape[0],)
+
+
+def conv1d_input_size_at(z: Tensor, weight: Tensor, dim: int) -> int:
+    """conv1d_input_size(z, weight)[dim]."""
     if dim == -1 or dim == z.dim() - 1:
         return weight.shape[0]
     return z.size(dim)
@@ -266,5 +266,5 @@ _WITH_NEXT_LINEAR = {"gelu_linear": "gelu", "linear_bias_gelu_linear": "bias_gel
                      "geglu_halves_gelu_second_linear": "geglu",
                      "geglu_two_linears_linear": "geglu",
                      "geglu_two_linears_bias_linear": "geglu"}
-__all__ += list(_WITH_NEXT_LINEAR) + ["conv1d_input_size"]
+__all__ += list(_WITH_NEXT_LINEAR) + ["conv1d_input_size", "conv1d_input_size_at"]
 RESULT.update(_WITH_NEXT_LINEAR)
