@@ -214,10 +214,12 @@ def fuse(model: nn.Module, *, approximate_match: bool = True, bias: bool = True,
     before a GELU into bias_gelu (bias), `gelu(a + b)` into add_gelu (add),
     and GeGLU into geglu (geglu). Transformer layers with a GELU activation
     get their feed-forward block fused. With save_memory, a GELU or GeGLU
-    whose only user is a Linear becomes one node with it that keeps the
-    GELU's input and not its output for the backward (recomputed in the
-    fused backward pass; same results, one [..., hidden] tensor less per
-    block); a dropout in between is left unfused (explain says which).
+    whose only user is a Linear (nn.Linear, F.linear, or Hugging Face's
+    Conv1D traced through, as F.linear on weight.t()) becomes one node with
+    it that keeps the GELU's input and not its output for the backward
+    (recomputed in the fused backward pass; same results, one
+    [..., hidden] tensor less per block); a dropout in between is left
+    unfused (explain says which).
 
     Submodules are replaced inside `model`; when `model` itself is traced
     whole, the returned module replaces it, so always use the return value.
