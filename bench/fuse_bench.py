@@ -12,6 +12,7 @@ import argparse
 import copy
 import os
 import re
+import resource
 import statistics
 import sys
 import time
@@ -60,16 +61,23 @@ _GELU_OPS = re.compile(r"gelu|Gelu|tanh|Tanh|pow|Pow|erf|Erf|sigmoid|Sigmoid|"
 
 
 def gelu_share(model, x, w):
+    """(GELU ops' share of the profiled steps' self time, the top four,
+    minor page faults per step). The faults are first touches of fresh
+    pages: glibc's malloc may hand a freed 25 MB block back to the system
+    and map it again (its dynamic mmap and trim thresholds decide; env
+    MALLOC_MMAP_THRESHOLD_ / MALLOC_TRIM_THRESHOLD_ fix them)."""
     step(model, x, w)
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
         for _ in range(3):
             step(model, x, w)
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / 3
     ev = p.key_averages()
     total = sum(e.self_cpu_time_total for e in ev)
     gelu = sum(e.self_cpu_time_total for e in ev if _GELU_OPS.search(e.key))
     top = sorted(((e.self_cpu_time_total, e.key) for e in ev if _GELU_OPS.search(e.key)),
                  reverse=True)[:4]
-    return gelu / total, top
+    return gelu / total, top, faults
 
 
 def bench_step(rounds, per_round):
@@ -91,8 +99,8 @@ def bench_step(rounds, per_round):
             t_fused.append(b)
             ratios.append(a / b)
             kept_ratios.append(c / b)
-        s_ref, top_ref = gelu_share(ref, x, w)
-        s_fused, top_fused = gelu_share(fused, x, w)
+        s_ref, top_ref, faults_ref = gelu_share(ref, x, w)
+        s_fused, top_fused, faults_fused = gelu_share(fused, x, w)
         print(f"\n{name}: training step, {TOKENS} tokens, {D}->{INNER}->{D}, f32, "
               f"1 thread, {rounds} interleaved rounds of {per_round}")
         print(f"  unfused median {statistics.median(t_ref) * 1e3:.1f} ms, "
@@ -104,8 +112,52 @@ def bench_step(rounds, per_round):
               f"(rounds: min {min(kept_ratios):.3f}, max {max(kept_ratios):.3f})")
         print(f"  GELU-related share of the step (profiler self time): "
               f"unfused {100 * s_ref:.1f}%, fused {100 * s_fused:.1f}%")
-        print("    unfused top: " + ", ".join(f"{k} {t / 1e3:.1f} ms" for t, k in top_ref))
-        print("    fused top:   " + ", ".join(f"{k} {t / 1e3:.1f} ms" for t, k in top_fused))
+        print("    unfused top, ms per step: "
+              + ", ".join(f"{k} {t / 3e3:.1f}" for t, k in top_ref))
+        print("    fused top, ms per step:   "
+              + ", ".join(f"{k} {t / 3e3:.1f}" for t, k in top_fused))
+        print(f"  minor page faults per profiled step: unfused {faults_ref:.0f}, "
+              f"fused {faults_fused:.0f} "
+              f"(a fresh [{TOKENS}, {INNER}] f32 tensor: {TOKENS * INNER * 4 // 4096} pages)")
+
+
+# --- the node's GELU backward alone: what a fresh dh costs -------------------
+
+
+def bench_backward_alone(calls):
+    """bias_gelu_backward_and_value.out as the memory-saving node calls it
+    (dY a fresh matmul output, y written over it, dh allocated) against
+    bias_gelu_backward.out into a kept dh, interleaved; medians of time and
+    minor page faults per call."""
+    torch.set_num_threads(1)
+    ops = torch.ops.gelu_fusion
+    g = torch.Generator().manual_seed(0)
+    h, b = torch.randn(TOKENS, INNER, generator=g), torch.randn(INNER, generator=g)
+    dz, w2 = torch.randn(TOKENS, D, generator=g), torch.randn(D, INNER, generator=g)
+    dh_kept, db_kept = torch.empty_like(h), torch.empty(INNER)
+
+    def timed(fresh_dh):
+        dy = torch.matmul(dz, w2)
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        t0 = time.perf_counter()
+        if fresh_dh:
+            ops.bias_gelu_backward_and_value.out(dy, h, b, approximate="tanh", y=dy)
+        else:
+            ops.bias_gelu_backward.out(dy, h, b, approximate="tanh", grad_x=dh_kept,
+                                       grad_bias=db_kept)
+        t = time.perf_counter() - t0
+        return t, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
+
+    runs = {True: [], False: []}
+    for _ in range(calls):
+        for fresh_dh in (True, False):
+            runs[fresh_dh].append(timed(fresh_dh))
+    print(f"\nGELU backward alone, [{TOKENS}, {INNER}] f32, 1 thread, {calls} calls interleaved")
+    for fresh_dh, what in ((True, "backward_and_value.out, dh fresh, y over dY"),
+                           (False, "backward.out into a kept dh, no y")):
+        r = runs[fresh_dh]
+        print(f"  {what}: {statistics.median(t for t, _ in r) * 1e3:.1f} ms, "
+              f"{statistics.median(f for _, f in r):.0f} minor faults per call")
 
 
 # --- fuse time on 12-layer models ----------------------------------------------
@@ -198,7 +250,12 @@ def main():
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--per-round", type=int, default=3)
     ap.add_argument("--fuse-repeats", type=int, default=3)
+    ap.add_argument("--backward-alone", type=int, default=0, metavar="CALLS",
+                    help="only time the node's GELU backward alone, CALLS calls")
     a = ap.parse_args()
+    if a.backward_alone:
+        bench_backward_alone(a.backward_alone)
+        return
     bench_step(a.rounds, a.per_round)
     bench_fuse_time(a.fuse_repeats)
 
