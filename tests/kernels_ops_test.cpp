@@ -314,7 +314,8 @@ TEST_P(KernelsOps, RowsMatchPlainF32) {
           ASSERT_EQ(io.bits(i), in_block(i) ? round_bits(t, want_dx[i]) : dy.bits(i))
               << "bias_bwd dx=dy " << w << " element " << i;
         for (int64_t j = 0; j < k.cols; ++j)
-          ASSERT_EQ(dbias[j], want_db[j]) << "bias_bwd dx=dy dbias column " << j << " " << w;
+          ASSERT_EQ(dbias[j], want_db[j])
+              << "bias_bwd dx=dy dbias column " << j << " " << w;
 
         // --- geglu: x [rows, 2 * stride], gate half `stride` after value ---
         const int64_t h = k.stride;

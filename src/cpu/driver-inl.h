@@ -552,12 +552,13 @@ HWY_INLINE void AddGroupSums(size_t nc, const float* acc, double* sums) {
 // F32 storage stores dx as the very f32 values the sums take, so a group's
 // sums are read back from its rows of dx (still in cache) after they are
 // written, (((r0 + r1) + r2) + r3) in registers, instead of a tile of sums
-// loaded, added and stored per row: the same sums, bit for bit. That pass
-// cost 0.25 ns/element at [64, 65536] and [1024, 4096] f32 (1.18 against
-// 0.93 without dbias; read back: 1.0), bench/shapes/shape_cliffs.cpp.
-// The tile bounds a group's rows of dx (4 x 64 KiB) to stay in L2 until
-// read back; 4096 columns measured 4-8% slower at 65536 columns (more,
-// shorter strided chunks), whole rows evict them.
+// loaded, added and stored per row: the same sums, bit for bit. f32 at
+// [64, 65536]: 1.27 -> 1.18 ns/element, [1024, 4096]: 1.11 -> 1.07, rows
+// of 1-8 columns 1.07-1.16 -> 1.05-1.07 (bench/shapes/shape_cliffs.cpp;
+// the table and what was tried: docs/performance.md, "Wide rows").
+// The tile keeps a group's rows of dx (4 x 64 KiB) in L2 until read back;
+// 4096 columns measured ~5% slower at 65536 columns (more, shorter strided
+// chunks), whole rows of 64K columns would not stay in L2.
 inline constexpr size_t kDbiasReadBackTile = 16384;
 
 // sums[0, nc) += (or = when kFirst) the f32 sums (((r0 + r1) + r2) + ...)

@@ -187,10 +187,11 @@ HWY_INLINE void BiasBackwardNarrow(size_t rows, size_t cols, const typename S::T
       ++spans;
       last = len;
       if constexpr (kReadBack) {
-        Row<Math, S, F>(len, {dy + o, x + o, ext, dx + o, nullptr, nullptr,
-                              y ? y + o : nullptr});
+        Row<Math, S, F>(
+            len, {dy + o, x + o, ext, dx + o, nullptr, nullptr, y ? y + o : nullptr});
       } else {
-        const Streams<S> s{dy + o, x + o, ext, dx + o, nullptr, acc, y ? y + o : nullptr};
+        const Streams<S> s{
+            dy + o, x + o, ext, dx + o, nullptr, acc, y ? y + o : nullptr};
         if (b == 0) Row<Math, S, F | kAccInit>(len, s);
         else Row<Math, S, F | kAccAdd>(len, s);
       }
