@@ -205,7 +205,12 @@ const Block kFixedBlocks[] = {
     {0, 5, 5, 0},
     {4, 0, 6, 2},
     // past one dbias tile (4096 columns), 5 rows: a short group
-    {5, 4100, 4111, 5}};
+    {5, 4100, 4111, 5},
+    // f32 reads dbias back from dx in tiles of 16384 columns: two whole
+    // tiles and a partial one, a group of 4 and a short group, strided
+    {5, 2 * 16384 + 33, 2 * 16384 + 42, 7},
+    // past 64K columns with 3 rows (one short group)
+    {3, 65537 + 11, 65537 + 11, 0}};
 
 // Whole rows of the widths around every narrow-row path's limits, each with
 // a few odd rows and, below kDbiasNarrowCols, enough rows for more than one
@@ -302,11 +307,15 @@ TEST_P(KernelsOps, RowsMatchPlainF32) {
           ASSERT_EQ(io.bits(i), in_block(i) ? round_bits(t, want_y[i]) : x.bits(i))
               << "bias_fwd y=x " << w << " element " << i;
         io = clone(dy);  // dx = dy
+        std::fill(dbias.begin(), dbias.end(), -1.0);
         cpu::bias_bwd(a, t, k.rows, k.cols, k.stride, at(io, off), at(x, off),
                       at(bias, off), at(io, off), dbias.data());
         for (int64_t i = 0; i < n; ++i)
           ASSERT_EQ(io.bits(i), in_block(i) ? round_bits(t, want_dx[i]) : dy.bits(i))
               << "bias_bwd dx=dy " << w << " element " << i;
+        for (int64_t j = 0; j < k.cols; ++j)
+          ASSERT_EQ(dbias[j], want_db[j])
+              << "bias_bwd dx=dy dbias column " << j << " " << w;
 
         // --- geglu: x [rows, 2 * stride], gate half `stride` after value ---
         const int64_t h = k.stride;

@@ -3,9 +3,14 @@
 // dimensions, against gelu / gelu_backward in the same run. Public API, f32
 // by default, 1 thread; each round times every (op, shape) once in turn and
 // the medians over rounds are printed, so a loaded machine slows all rows
-// alike.
+// alike. The clock is the thread's CPU time by default (one thread: the op
+// runs on the caller): on a shared machine wall time also counts the time
+// the thread waited for a core, which swamped the ratios (2.3 ns/element
+// for a 1.2 ns op); `wall` times the wall clock.
 //   build/bench/shape_cliffs [elements=4194304] [rounds=15] [dtype=f32|bf16|f16]
 //                            [last dims, comma separated=1,2,8,64,4096,65536]
+//                            [clock=cpu|wall] [sigma of x=1] [threads=1]
+// With more than one thread the clock is the wall clock.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -15,6 +20,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <time.h>
 
 #include "gelu/gelu.hpp"
 #include "ref/convert.hpp"
@@ -29,10 +36,17 @@ struct Case {
   std::vector<double> ns;
 };
 
+bool g_wall_clock = false;
+
 double now_s() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  if (g_wall_clock) {
+    return std::chrono::duration<double>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 void fill(DType t, std::vector<uint16_t>& h, std::vector<float>& f, int64_t n,
@@ -61,10 +75,13 @@ int main(int argc, char** argv) {
     for (std::string s; std::getline(ss, s, ',');)
       dims.push_back(std::atoll(s.c_str()));
   }
+  const int threads = argc > 7 ? std::max(1, std::atoi(argv[7])) : 1;
+  g_wall_clock = (argc > 5 && std::string(argv[5]) == "wall") || threads > 1;
+  const float sigma = argc > 6 ? static_cast<float>(std::atof(argv[6])) : 1.0f;
   const size_t e = gelu::dtype_size(t);
   std::vector<float> xf, bf, dyf;
   std::vector<uint16_t> xh, bh, dyh;
-  fill(t, xh, xf, n, 1.0f, 1);
+  fill(t, xh, xf, n, sigma, 1);
   fill(t, bh, bf, n, 0.25f, 2);
   fill(t, dyh, dyf, n, 1.0f, 3);
   auto ptr = [&](std::vector<float>& f, std::vector<uint16_t>& h) -> void* {
@@ -73,7 +90,7 @@ int main(int argc, char** argv) {
   };
   std::vector<char> out(static_cast<size_t>(n) * e), dbias(65536 * 4 + 64);
   gelu::Options o;
-  o.num_threads = 1;
+  o.num_threads = threads;
   std::vector<Case> cases = {{"gelu", 0, {}}, {"gelu_backward", 0, {}}};
   for (const char* op : {"bias_gelu", "bias_gelu_backward", "geglu"})
     for (int64_t c : dims)
@@ -101,9 +118,10 @@ int main(int argc, char** argv) {
     }
   }
   std::printf(
-      "%lld elements, %s, 1 thread, medians of %d interleaved rounds (ns/element; "
-      "geglu per input element), [min-max]\n",
-      static_cast<long long>(n), ds.c_str(), rounds);
+      "%lld elements, %s, x ~ N(0, %g), %d thread(s), %s time, medians of %d "
+      "interleaved rounds (ns/element; geglu per input element), [min-max]\n",
+      static_cast<long long>(n), ds.c_str(), static_cast<double>(sigma), threads,
+      g_wall_clock ? "wall" : "thread CPU", rounds);
   double plain[2] = {0, 0};
   for (Case& c : cases) {
     std::sort(c.ns.begin(), c.ns.end());

@@ -509,7 +509,8 @@ HWY_INLINE void Row(size_t count, const Streams<S>& s) {
 // in row order. The group sum lives in a stack tile of f32 (one load, add
 // and store per vector) instead of double sums per row (a convert, a load,
 // an add and a store per half vector: ~35% of the kernel). The f32 sum of 4
-// adds at most 3 * 2^-24 * sum|dx|, well under the op's 2^-20.
+// adds at most 3 * 2^-24 * sum|dx|, well under the op's 2^-20. (F32 storage
+// takes the same sums from dx itself: kDbiasReadBackTile below.)
 inline constexpr size_t kDbiasGroup = 4;
 inline constexpr size_t kDbiasTile = 4096;  // columns: 16 KiB of f32 sums
 // TailStep's split-pair chunk (a whole step of sums) fits in the tile.
@@ -548,6 +549,38 @@ HWY_INLINE void AddGroupSums(size_t nc, const float* acc, double* sums) {
   }
 }
 
+// F32 storage stores dx as the very f32 values the sums take, so a group's
+// sums are read back from its rows of dx (still in cache) after they are
+// written, (((r0 + r1) + r2) + r3) in registers, instead of a tile of sums
+// loaded, added and stored per row: the same sums, bit for bit. f32 at
+// [64, 65536]: 1.27 -> 1.18 ns/element, [1024, 4096]: 1.11 -> 1.07, rows
+// of 1-8 columns 1.07-1.16 -> 1.05-1.07 (bench/shapes/shape_cliffs.cpp;
+// the table and what was tried: docs/performance.md, "Wide rows").
+// The tile keeps a group's rows of dx (4 x 64 KiB) in L2 until read back;
+// 4096 columns measured ~5% slower at 65536 columns (more, shorter strided
+// chunks), whole rows of 64K columns would not stay in L2.
+inline constexpr size_t kDbiasReadBackTile = 16384;
+
+// sums[0, nc) += (or = when kFirst) the f32 sums (((r0 + r1) + r2) + ...)
+// of the nr rows of dx (`stride` apart), added in double.
+template <bool kFirst>
+HWY_INLINE void AddRowSums(size_t nr, size_t nc, const float* dx, size_t stride,
+                           double* sums) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  size_t j = 0;
+  for (; j + N <= nc; j += N) {
+    auto v = hn::LoadU(df, dx + j);
+    for (size_t r = 1; r < nr; ++r) v = hn::Add(v, hn::LoadU(df, dx + r * stride + j));
+    detail::AddToSums<kFirst>(df, v, sums + j);
+  }
+  for (; j < nc; ++j) {
+    float v = dx[j];
+    for (size_t r = 1; r < nr; ++r) v += dx[r * stride + j];
+    sums[j] = kFirst ? static_cast<double>(v) : sums[j] + static_cast<double>(v);
+  }
+}
+
 // kExtra: 0, or kValue to also store y = gelu(x + bias) (rows `stride` apart).
 template <class Math, class S, unsigned kExtra = 0>
 HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
@@ -555,21 +588,38 @@ HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
                                  const typename S::T* bias, typename S::T* dx,
                                  double* dbias, typename S::T* y = nullptr) {
   constexpr unsigned F = kSum | kBackward | kDbias | kExtra;
-  HWY_ALIGN float acc[kDbiasTile];
-  for (size_t c0 = 0; c0 < cols; c0 += kDbiasTile) {
-    const size_t nc = cols - c0 < kDbiasTile ? cols - c0 : kDbiasTile;
-    for (size_t r0 = 0; r0 < rows; r0 += kDbiasGroup) {
-      const size_t end = rows - r0 < kDbiasGroup ? rows : r0 + kDbiasGroup;
-      for (size_t r = r0; r < end; ++r) {
-        const size_t o = r * stride + c0;
-        const Streams<S> s{dy + o,  x + o, bias + c0,          dx + o,
-                           nullptr, acc,   y ? y + o : nullptr};
-        if (r == r0) Row<Math, S, F | kAccInit>(nc, s);
-        else Row<Math, S, F | kAccAdd>(nc, s);
+  if constexpr (std::is_same_v<S, F32>) {
+    for (size_t c0 = 0; c0 < cols; c0 += kDbiasReadBackTile) {
+      const size_t nc = cols - c0 < kDbiasReadBackTile ? cols - c0 : kDbiasReadBackTile;
+      for (size_t r0 = 0; r0 < rows; r0 += kDbiasGroup) {
+        const size_t end = rows - r0 < kDbiasGroup ? rows : r0 + kDbiasGroup;
+        for (size_t r = r0; r < end; ++r) {
+          const size_t o = r * stride + c0;
+          Row<Math, S, F>(nc, {dy + o, x + o, bias + c0, dx + o, nullptr, nullptr,
+                               y ? y + o : nullptr});
+        }
+        const float* group = dx + r0 * stride + c0;
+        if (r0 == 0) AddRowSums<true>(end - r0, nc, group, stride, dbias + c0);
+        else AddRowSums<false>(end - r0, nc, group, stride, dbias + c0);
       }
-      // The first group's sums are stored: no zeroing pass.
-      if (r0 == 0) AddGroupSums<S, true>(nc, acc, dbias + c0);
-      else AddGroupSums<S, false>(nc, acc, dbias + c0);
+    }
+  } else {  // bf16/f16 round dx: the f32 values are summed in a tile as made
+    HWY_ALIGN float acc[kDbiasTile];
+    for (size_t c0 = 0; c0 < cols; c0 += kDbiasTile) {
+      const size_t nc = cols - c0 < kDbiasTile ? cols - c0 : kDbiasTile;
+      for (size_t r0 = 0; r0 < rows; r0 += kDbiasGroup) {
+        const size_t end = rows - r0 < kDbiasGroup ? rows : r0 + kDbiasGroup;
+        for (size_t r = r0; r < end; ++r) {
+          const size_t o = r * stride + c0;
+          const Streams<S> s{dy + o,  x + o, bias + c0,          dx + o,
+                             nullptr, acc,   y ? y + o : nullptr};
+          if (r == r0) Row<Math, S, F | kAccInit>(nc, s);
+          else Row<Math, S, F | kAccAdd>(nc, s);
+        }
+        // The first group's sums are stored: no zeroing pass.
+        if (r0 == 0) AddGroupSums<S, true>(nc, acc, dbias + c0);
+        else AddGroupSums<S, false>(nc, acc, dbias + c0);
+      }
     }
   }
 }

@@ -28,6 +28,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "cpu/driver-inl.h"
 #include "cpu/kernels.hpp"
@@ -168,23 +169,49 @@ HWY_INLINE void BiasBackwardNarrow(size_t rows, size_t cols, const typename S::T
                                    typename S::T* y = nullptr) {
   using T = typename S::T;
   constexpr unsigned F = kSum | kBackward | kDbias | kExtra;
+  // F32: the group's sums read back from dx (BiasBackwardRows says why);
+  // acc is then unused.
+  constexpr bool kReadBack = std::is_same_v<S, F32>;
   const size_t span = narrow::Span(cols);
   HWY_ALIGN T ext[kMaxSpan];
-  HWY_ALIGN float acc[kMaxSpan];
+  [[maybe_unused]] HWY_ALIGN float acc[kReadBack ? 1 : kMaxSpan];
   HWY_ALIGN double sums[kMaxSpan];
   narrow::Replicate(bias, cols, span, ext);
   const size_t n = rows * cols;
   for (size_t g0 = 0; g0 < n; g0 += kDbiasGroup * span) {
     const size_t first = n - g0 < span ? n - g0 : span;  // the group's longest span
+    size_t spans = 0, last = 0;  // the group's spans, the last one's length
     for (size_t b = 0; b < kDbiasGroup && g0 + b * span < n; ++b) {
       const size_t o = g0 + b * span;
       const size_t len = n - o < span ? n - o : span;
-      const Streams<S> s{dy + o, x + o, ext, dx + o, nullptr, acc, y ? y + o : nullptr};
-      if (b == 0) Row<Math, S, F | kAccInit>(len, s);
-      else Row<Math, S, F | kAccAdd>(len, s);
+      ++spans;
+      last = len;
+      if constexpr (kReadBack) {
+        Row<Math, S, F>(
+            len, {dy + o, x + o, ext, dx + o, nullptr, nullptr, y ? y + o : nullptr});
+      } else {
+        const Streams<S> s{
+            dy + o, x + o, ext, dx + o, nullptr, acc, y ? y + o : nullptr};
+        if (b == 0) Row<Math, S, F | kAccInit>(len, s);
+        else Row<Math, S, F | kAccAdd>(len, s);
+      }
     }
-    if (g0 == 0) AddGroupSums<S, true>(first, acc, sums);
-    else AddGroupSums<S, false>(first, acc, sums);
+    if constexpr (kReadBack) {
+      // Only the call's last span may be short: past its end the group has
+      // one span less.
+      const float* group = dx + g0;
+      if (g0 == 0) {
+        AddRowSums<true>(spans, last, group, span, sums);
+        AddRowSums<true>(spans - 1, first - last, group + last, span, sums + last);
+      } else {
+        AddRowSums<false>(spans, last, group, span, sums);
+        AddRowSums<false>(spans - 1, first - last, group + last, span, sums + last);
+      }
+    } else if (g0 == 0) {
+      AddGroupSums<S, true>(first, acc, sums);
+    } else {
+      AddGroupSums<S, false>(first, acc, sums);
+    }
   }
   const size_t spanned = rows < span / cols ? rows : span / cols;  // rows q with sums
   for (size_t j = 0; j < cols; ++j) dbias[j] = sums[j];
