@@ -588,35 +588,33 @@ HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
                                  const typename S::T* bias, typename S::T* dx,
                                  double* dbias, typename S::T* y = nullptr) {
   constexpr unsigned F = kSum | kBackward | kDbias | kExtra;
-  if constexpr (std::is_same_v<S, F32>) {
-    for (size_t c0 = 0; c0 < cols; c0 += kDbiasReadBackTile) {
-      const size_t nc = cols - c0 < kDbiasReadBackTile ? cols - c0 : kDbiasReadBackTile;
-      for (size_t r0 = 0; r0 < rows; r0 += kDbiasGroup) {
-        const size_t end = rows - r0 < kDbiasGroup ? rows : r0 + kDbiasGroup;
-        for (size_t r = r0; r < end; ++r) {
-          const size_t o = r * stride + c0;
+  // F32: the group's sums read back from dx (kDbiasReadBackTile says why);
+  // bf16/f16 round dx, so their f32 values are summed in a tile as made.
+  constexpr bool kReadBack = std::is_same_v<S, F32>;
+  constexpr size_t kTile = kReadBack ? kDbiasReadBackTile : kDbiasTile;
+  [[maybe_unused]] HWY_ALIGN float acc[kReadBack ? 1 : kDbiasTile];
+  for (size_t c0 = 0; c0 < cols; c0 += kTile) {
+    const size_t nc = cols - c0 < kTile ? cols - c0 : kTile;
+    for (size_t r0 = 0; r0 < rows; r0 += kDbiasGroup) {
+      const size_t end = rows - r0 < kDbiasGroup ? rows : r0 + kDbiasGroup;
+      for (size_t r = r0; r < end; ++r) {
+        const size_t o = r * stride + c0;
+        if constexpr (kReadBack) {
           Row<Math, S, F>(nc, {dy + o, x + o, bias + c0, dx + o, nullptr, nullptr,
                                y ? y + o : nullptr});
-        }
-        const float* group = dx + r0 * stride + c0;
-        if (r0 == 0) AddRowSums<true>(end - r0, nc, group, stride, dbias + c0);
-        else AddRowSums<false>(end - r0, nc, group, stride, dbias + c0);
-      }
-    }
-  } else {  // bf16/f16 round dx: the f32 values are summed in a tile as made
-    HWY_ALIGN float acc[kDbiasTile];
-    for (size_t c0 = 0; c0 < cols; c0 += kDbiasTile) {
-      const size_t nc = cols - c0 < kDbiasTile ? cols - c0 : kDbiasTile;
-      for (size_t r0 = 0; r0 < rows; r0 += kDbiasGroup) {
-        const size_t end = rows - r0 < kDbiasGroup ? rows : r0 + kDbiasGroup;
-        for (size_t r = r0; r < end; ++r) {
-          const size_t o = r * stride + c0;
+        } else {
           const Streams<S> s{dy + o,  x + o, bias + c0,          dx + o,
                              nullptr, acc,   y ? y + o : nullptr};
           if (r == r0) Row<Math, S, F | kAccInit>(nc, s);
           else Row<Math, S, F | kAccAdd>(nc, s);
         }
-        // The first group's sums are stored: no zeroing pass.
+      }
+      // The first group's sums are stored: no zeroing pass.
+      if constexpr (kReadBack) {
+        const float* group = dx + r0 * stride + c0;
+        if (r0 == 0) AddRowSums<true>(end - r0, nc, group, stride, dbias + c0);
+        else AddRowSums<false>(end - r0, nc, group, stride, dbias + c0);
+      } else {
         if (r0 == 0) AddGroupSums<S, true>(nc, acc, dbias + c0);
         else AddGroupSums<S, false>(nc, acc, dbias + c0);
       }

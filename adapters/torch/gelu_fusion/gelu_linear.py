@@ -66,7 +66,7 @@ def _composed_backward(ctx, dz):
     dh = found.pop(0) if need_h else None
     db1 = found.pop(0) if need_b1 else None
     dz2 = dz.reshape(-1, dz.shape[-1])
-    dw2 = dz2.t().mm(y.reshape(-1, y.shape[-1])) if need_w2 else None
+    dw2 = _weight_grad(dz2, y.reshape(-1, y.shape[-1]), weight2) if need_w2 else None
     db2 = dz2.sum(0) if need_b2 else None
     return dh, db1, dw2, db2, None, None
 
