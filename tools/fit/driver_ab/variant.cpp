@@ -1,0 +1,24 @@
+// One side of the driver A/B benchmark (main.cpp): the f32 gelu forward and
+// backward Row of each form from the driver-inl.h found first on the include
+// path, compiled for one static AVX-512 target. run.sh compiles it twice
+// with the namespace `gelu` renamed (-Dgelu=gelu_a / gelu_b) so the two
+// drivers' templates do not merge at link time.
+#include <cstddef>
+
+#include "cpu/driver-inl.h"
+
+using namespace gelu::cpu::HWY_NAMESPACE;
+
+extern "C" void VARIANT_RUN(int op, size_t n, const float* dy, const float* x,
+                            float* out) {
+  const Streams<F32> s{dy, x, nullptr, out, nullptr, nullptr};
+  switch (op) {
+    case 0: return Row<GeluErfMath, F32, 0>(n, s);
+    case 1: return Row<GeluTanhMath, F32, 0>(n, s);
+    case 2: return Row<GeluQuickMath, F32, 0>(n, s);
+    case 3: return Row<GeluErfMath, F32, kBackward>(n, s);
+    case 4: return Row<GeluTanhMath, F32, kBackward>(n, s);
+    case 5: return Row<GeluQuickMath, F32, kBackward>(n, s);
+    default: return;
+  }
+}
