@@ -252,8 +252,12 @@ HWY_INLINE uint64_t MaskBits(DF df, hn::Mask<DF> m) {
 // NaN) stores its core results here instead of its outputs, and its tail
 // lanes' inputs are packed densely; at the end of the block one pass runs
 // the tail path over the packed lanes and the steps are completed. So the
-// tail costs per tail lane, not per pair that holds one.
-inline constexpr size_t kBlockSteps = 16;
+// tail costs per tail lane, not per pair that holds one. 32 steps: the
+// block's fixed costs (the tail pass's constants, its last partial vector,
+// two loop exits) over twice the pairs; 3-6% less time at x ~ N(0, 2) than
+// 16 steps, 8 steps 5-11% more (tools/fit/driver_ab; docs/performance.md).
+// The block lives on the stack: about 24 KiB with AVX-512.
+inline constexpr size_t kBlockSteps = 32;
 // AVX-512 only: it compresses and expands in one instruction each. Highway
 // 1.0 has no Expand, and the emulated one (through the stack, per lane) made
 // AVX2 slower than the blended math in place (erf backward at N(0, 3): 5-8
