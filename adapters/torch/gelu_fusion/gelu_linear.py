@@ -8,7 +8,9 @@ matmul and gets it back in the backward from the fused GELU backward pass,
 which reads h once and writes dh, db1 and y together
 (``torch.ops.gelu_fusion.bias_gelu_backward_and_value``). The results are
 the same as the unfused modules', with the memory of one [..., hidden]
-tensor less per block.
+tensor less per block. The backward writes dh over its own dY and y into
+a per-thread buffer it reuses (workspace.py), so it touches no fresh
+[..., hidden] memory in the GELU pass.
 
     z = bias_gelu_linear(h, b1, W2, b2)   # h = x @ W1.T, its own autograd
     z = geglu_linear(x2h, W2, b2)         # linear(geglu(x2h), W2, b2)
