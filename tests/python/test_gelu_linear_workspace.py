@@ -1,6 +1,6 @@
-"""The memory-saving node's backward buffers: dh written over the node's own
-dY (the *_and_value.grad_x_out overloads) and y in a per-thread reused
-buffer (gelu_fusion.workspace). dh leaves the node, so it must never be a
+"""The memory-saving node's buffers: dh written over the node's own dY (the
+*_and_value.grad_x_out overloads) and y, forward and backward, in a
+per-thread reused buffer (gelu_fusion.workspace). dh leaves the node, so it must never be a
 buffer that is reused: checked through hooks and retain_grad over layers,
 steps, retain_graph, threads; the buffer itself is checked to be reused and
 fully rewritten.
@@ -265,3 +265,21 @@ def test_grad_x_out_errors_leave_outputs_untouched():
     assert torch.equal(buf, torch.zeros(3, 4))
     with pytest.raises(RuntimeError, match="bias_gelu_backward_and_value: x has dtype"):
         ops.bias_gelu_backward_and_value.grad_x_out(dy, h.double(), b, grad_x=buf, y=buf)
+
+
+def test_inference_mode_first_then_training():
+    """A forward under inference_mode caches no inference tensor: a training
+    step afterwards (which writes the buffer) still works and matches."""
+    gelu_fusion.empty_cache()
+    ref, fused = two_layers(7), two_layers(7)
+    x = torch.randn(6, 12)
+    with torch.inference_mode():
+        z = forward(fused, x, True, lambda h: None)
+        torch.testing.assert_close(z, forward(ref, x, False, lambda h: None),
+                                   rtol=1e-5, atol=1e-5)
+    assert workspace.cached(torch.float32) is None
+    dz = torch.randn(6, 12)
+    want = run_steps(ref, [x], [dz], fused=False)[0][0]
+    got = run_steps(fused, [x], [dz], fused=True)[0][0]
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)

@@ -8,9 +8,10 @@ matmul and gets it back in the backward from the fused GELU backward pass,
 which reads h once and writes dh, db1 and y together
 (``torch.ops.gelu_fusion.bias_gelu_backward_and_value``). The results are
 the same as the unfused modules', with the memory of one [..., hidden]
-tensor less per block. The backward writes dh over its own dY and y into
-a per-thread buffer it reuses (workspace.py), so it touches no fresh
-[..., hidden] memory in the GELU pass.
+tensor less per block. The forward writes y, and the backward dh over its
+own dY and y, into a per-thread buffer it reuses (workspace.py), so the
+GELU passes touch no fresh [..., hidden] memory (GeGLU: the backward's y
+over dY, its dh and the forward's y fresh).
 
     z = bias_gelu_linear(h, b1, W2, b2)   # h = x @ W1.T, its own autograd
     z = geglu_linear(x2h, W2, b2)         # linear(geglu(x2h), W2, b2)
@@ -90,9 +91,21 @@ class _ActivationLinear(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, h, bias1, weight2, bias2, approximate, gated):
-        y = _value(h, bias1, approximate, gated)
+        scratch = None
+        if gated:
+            y = _value(h, bias1, approximate, gated)
+        else:
+            # y only feeds the matmul (grad is off in here: it is not kept),
+            # so it goes to this thread's reused buffer, as in the backward.
+            y = scratch = workspace.take(h.shape, h)
+            if bias1 is None:
+                _ops.gelu.out(h, approximate=approximate, out=y)
+            else:
+                _ops.bias_gelu.out(h, bias1, approximate=approximate, out=y)
         z = F.linear(y, weight2, bias2)
         del y  # the matmul has consumed it; the backward recomputes it
+        if scratch is not None:
+            workspace.give_back(scratch)
         ctx.save_for_backward(h, bias1, weight2)
         ctx.approximate = approximate
         ctx.gated = gated

@@ -1,13 +1,13 @@
-"""A per-thread scratch buffer for the memory-saving node's backward.
+"""A per-thread scratch buffer for the memory-saving node's y.
 
-The node's backward (gelu_linear.py) needs y = gelu(h + b1) only for W2's
-gradient, one matmul later; y never leaves the backward. Kept from one call
-to the next, its pages are touched once instead of every step: a fresh
-[tokens, hidden] tensor each backward could be handed back to the system by
-glibc's malloc and cost thousands of first-touch page faults inside the
-kernel (bench/fuse_bench.py --backward-alone).
+The node (gelu_linear.py) needs y = gelu(h + b1) only for one matmul: the
+forward's F.linear, and in the backward W2's gradient; y never leaves the
+node. Kept from one call to the next, its pages are touched once instead of
+every step: a fresh [tokens, hidden] tensor each call could be handed back
+to the system by glibc's malloc and cost thousands of first-touch page
+faults inside the kernel (bench/fuse_bench.py --backward-alone).
 
-One buffer per thread that runs the backward and per dtype and device, as
+One buffer per thread that runs the node and per dtype and device, as
 large as the largest y it has held (a GPT-2 small MLP at 2048 tokens, f32:
 24 MiB), against one y per layer the node does not keep. ``empty_cache()``
 frees them. A buffer is taken out while in use, so a nested call on the same
@@ -49,6 +49,10 @@ def take(shape, like: Tensor) -> Tensor:
     n = 1
     for s in shape:
         n *= s
+    if torch.is_inference_mode_enabled():
+        # An inference tensor cannot be written outside inference mode
+        # later: not cached (give_back drops it).
+        return torch.empty(shape, dtype=like.dtype, device=like.device)
     with _lock:
         buf = _mine().by_key.pop(key, None)
     if buf is None or buf.numel() < n:
@@ -60,6 +64,8 @@ def take(shape, like: Tensor) -> Tensor:
 def give_back(t: Tensor) -> None:
     """Keeps the buffer under `t` (a tensor from ``take``) for this
     thread's next ``take``, unless it holds a larger one already."""
+    if t.is_inference():
+        return
     base = t._base if t._base is not None else t
     key = (base.dtype, base.device)
     with _lock:
