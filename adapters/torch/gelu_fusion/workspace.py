@@ -30,7 +30,9 @@ class _Buffers:
 
 _local = threading.local()
 _all: "weakref.WeakSet[_Buffers]" = weakref.WeakSet()  # every live thread's
-_lock = threading.RLock()  # guards _all and the dicts against empty_cache
+# Guards _all and the dicts against empty_cache; reentrant: _mine() takes
+# it and is called with it held.
+_lock = threading.RLock()
 
 
 def _mine() -> _Buffers:
@@ -83,7 +85,7 @@ def cached(dtype: torch.dtype, device="cpu"):
 
 def empty_cache() -> None:
     """Frees the kept scratch buffers of every thread (a buffer in use by a
-    running backward is kept when that backward ends)."""
+    running node is kept when that call ends)."""
     with _lock:
         for b in _all:
             b.by_key.clear()
