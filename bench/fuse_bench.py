@@ -125,22 +125,26 @@ def bench_step(rounds, per_round):
 
 
 def bench_backward_alone(calls):
-    """bias_gelu_backward_and_value.out as the memory-saving node calls it
-    (dY a fresh matmul output, y written over it, dh allocated) against
-    bias_gelu_backward.out into a kept dh, interleaved; medians of time and
-    minor page faults per call."""
+    """bias_gelu_backward_and_value as the memory-saving node calls it, dY a
+    fresh matmul output each call: now (.grad_x_out: dh over dY, y into a
+    kept buffer) and before (.out: y over dY, dh allocated), against
+    bias_gelu_backward.out into a kept dh (no y), interleaved; medians of
+    time and minor page faults per call."""
     torch.set_num_threads(1)
     ops = torch.ops.gelu_fusion
     g = torch.Generator().manual_seed(0)
     h, b = torch.randn(TOKENS, INNER, generator=g), torch.randn(INNER, generator=g)
     dz, w2 = torch.randn(TOKENS, D, generator=g), torch.randn(D, INNER, generator=g)
-    dh_kept, db_kept = torch.empty_like(h), torch.empty(INNER)
+    dh_kept, db_kept, y_kept = torch.empty_like(h), torch.empty(INNER), torch.empty_like(h)
 
-    def timed(fresh_dh):
+    def timed(how):
         dy = torch.matmul(dz, w2)
         f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
-        if fresh_dh:
+        if how == "now":
+            ops.bias_gelu_backward_and_value.grad_x_out(dy, h, b, approximate="tanh",
+                                                        grad_x=dy, y=y_kept)
+        elif how == "before":
             ops.bias_gelu_backward_and_value.out(dy, h, b, approximate="tanh", y=dy)
         else:
             ops.bias_gelu_backward.out(dy, h, b, approximate="tanh", grad_x=dh_kept,
@@ -148,14 +152,16 @@ def bench_backward_alone(calls):
         t = time.perf_counter() - t0
         return t, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
 
-    runs = {True: [], False: []}
+    whats = {"now": "backward_and_value.grad_x_out, dh over dY, y kept",
+             "before": "backward_and_value.out, dh fresh, y over dY",
+             "kept": "backward.out into a kept dh, no y"}
+    runs = {how: [] for how in whats}
     for _ in range(calls):
-        for fresh_dh in (True, False):
-            runs[fresh_dh].append(timed(fresh_dh))
+        for how in whats:
+            runs[how].append(timed(how))
     print(f"\nGELU backward alone, [{TOKENS}, {INNER}] f32, 1 thread, {calls} calls interleaved")
-    for fresh_dh, what in ((True, "backward_and_value.out, dh fresh, y over dY"),
-                           (False, "backward.out into a kept dh, no y")):
-        r = runs[fresh_dh]
+    for how, what in whats.items():
+        r = runs[how]
         print(f"  {what}: {statistics.median(t for t, _ in r) * 1e3:.1f} ms, "
               f"{statistics.median(f for _, f in r):.0f} minor faults per call")
 

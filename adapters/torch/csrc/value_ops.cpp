@@ -76,12 +76,18 @@ std::tuple<Tensor, Tensor> geglu_backward_and_value(const Tensor& dy_in,
 // the op writes there. y may be grad_output itself (the library computes y
 // in place on an input of its shape and dtype): the node passes its
 // temporary dY, so the backward allocates no buffer for y.
-void check_y(const char* op, const Tensor& y, at::IntArrayRef sizes,
-             const Tensor& like) {
-  check_out(op, "y", y, like);
-  TORCH_CHECK(y.sizes() == sizes && y.is_contiguous(), "gelu_fusion::", op,
-              ": y has shape ", y.sizes(),
-              (y.is_contiguous() ? "" : " (not contiguous)"),
+// The .grad_x_out overloads also write grad_x into a given tensor of x's
+// shape and dtype, which may be grad_output itself (dx in place over dY: the
+// node's dY is its own matmul's temporary; y then goes to a reused buffer).
+// Not for geglu: its grad_x is twice grad_output's size, never in place.
+// An out tensor is checked here (before anything is written), its overlap
+// with the inputs and the other output by the library.
+void check_exact_out(const char* op, const char* name, const Tensor& out,
+                     at::IntArrayRef sizes, const Tensor& like) {
+  check_out(op, name, out, like);
+  TORCH_CHECK(out.sizes() == sizes && out.is_contiguous(), "gelu_fusion::", op, ": ",
+              name, " has shape ", out.sizes(),
+              (out.is_contiguous() ? "" : " (not contiguous)"),
               ", expected a contiguous tensor of shape ", sizes);
 }
 
@@ -92,7 +98,7 @@ Tensor gelu_backward_and_value_out(const Tensor& dy_in, const Tensor& x_in,
                     tdy = dtype_of(kOp, "grad_output", dy_in);
   const gelu::Options o = options(kOp, approximate);
   const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
-  check_y(kOp, y, x.sizes(), x);
+  check_exact_out(kOp, "y", y, x.sizes(), x);
   Tensor dx = new_output(x.sizes(), x);
   call([&] {
     gelu::gelu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), ref(y, t), o);
@@ -112,7 +118,7 @@ std::tuple<Tensor, Tensor> bias_gelu_backward_and_value_out(const Tensor& dy_in,
   const gelu::Options o = options(kOp, approximate);
   const Tensor dy = dy_in.contiguous(), x = x_in.contiguous(),
                bias = bias_in.contiguous();
-  check_y(kOp, y, x.sizes(), x);
+  check_exact_out(kOp, "y", y, x.sizes(), x);
   Tensor dx = new_output(x.sizes(), x), dbias = new_output(bias.sizes(), bias);
   call([&] {
     gelu::bias_gelu_backward(cref(dy, tdy), cref(x, t), cref(bias, tb), ref(dx, t),
@@ -130,12 +136,48 @@ Tensor geglu_backward_and_value_out(const Tensor& dy_in, const Tensor& x_in,
   const gelu::Options o = geglu_options(kOp, approximate, gelu_half);
   const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
   const std::vector<int64_t> ys = half_last(x);
-  check_y(kOp, y, ys, x);
+  check_exact_out(kOp, "y", y, ys, x);
   Tensor dx = new_output(x.sizes(), x);
   call([&] {
     gelu::geglu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), ref(y, t), o);
   });
   return dx;
+}
+
+Tensor gelu_backward_and_value_grad_x_out(const Tensor& dy_in, const Tensor& x_in,
+                                          string_view approximate, Tensor& grad_x,
+                                          Tensor& y) {
+  constexpr const char* kOp = "gelu_backward_and_value";
+  const gelu::DType t = dtype_of(kOp, "x", x_in),
+                    tdy = dtype_of(kOp, "grad_output", dy_in);
+  const gelu::Options o = options(kOp, approximate);
+  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
+  check_exact_out(kOp, "grad_x", grad_x, x.sizes(), x);
+  check_exact_out(kOp, "y", y, x.sizes(), x);
+  call([&] {
+    gelu::gelu_backward(cref(dy, tdy), cref(x, t), ref(grad_x, t), ref(y, t), o);
+  });
+  return grad_x;
+}
+
+std::tuple<Tensor, Tensor> bias_gelu_backward_and_value_grad_x_out(
+    const Tensor& dy_in, const Tensor& x_in, const Tensor& bias_in,
+    string_view approximate, Tensor& grad_x, Tensor& y) {
+  constexpr const char* kOp = "bias_gelu_backward_and_value";
+  const gelu::DType t = dtype_of(kOp, "x", x_in),
+                    tdy = dtype_of(kOp, "grad_output", dy_in),
+                    tb = dtype_of(kOp, "bias", bias_in);
+  const gelu::Options o = options(kOp, approximate);
+  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous(),
+               bias = bias_in.contiguous();
+  check_exact_out(kOp, "grad_x", grad_x, x.sizes(), x);
+  check_exact_out(kOp, "y", y, x.sizes(), x);
+  Tensor dbias = new_output(bias.sizes(), bias);
+  call([&] {
+    gelu::bias_gelu_backward(cref(dy, tdy), cref(x, t), cref(bias, tb), ref(grad_x, t),
+                             ref(dbias, tb), ref(y, t), o);
+  });
+  return {grad_x, dbias};
 }
 
 }  // namespace
@@ -168,11 +210,27 @@ TORCH_LIBRARY_FRAGMENT(gelu_fusion, m) {
       "str approximate='none', str gelu_half='first', Tensor(a!) y) -> Tensor grad_x");
 }
 
+// .grad_x_out: grad_x and y written into the given tensors (grad_x may be
+// grad_output).
+TORCH_LIBRARY_FRAGMENT(gelu_fusion, m) {
+  m.def(
+      "gelu_backward_and_value.grad_x_out(Tensor grad_output, Tensor x, *, "
+      "str approximate='none', Tensor(a!) grad_x, Tensor(b!) y) -> Tensor(a!) grad_x");
+  m.def(
+      "bias_gelu_backward_and_value.grad_x_out(Tensor grad_output, Tensor x, "
+      "Tensor bias, *, str approximate='none', Tensor(a!) grad_x, Tensor(b!) y) -> "
+      "(Tensor(a!) grad_x, Tensor grad_bias)");
+}
+
 TORCH_LIBRARY_IMPL(gelu_fusion, CPU, m) {
   m.impl("gelu_backward_and_value.out", &gelu_torch::gelu_backward_and_value_out);
   m.impl("bias_gelu_backward_and_value.out",
          &gelu_torch::bias_gelu_backward_and_value_out);
   m.impl("geglu_backward_and_value.out", &gelu_torch::geglu_backward_and_value_out);
+  m.impl("gelu_backward_and_value.grad_x_out",
+         &gelu_torch::gelu_backward_and_value_grad_x_out);
+  m.impl("bias_gelu_backward_and_value.grad_x_out",
+         &gelu_torch::bias_gelu_backward_and_value_grad_x_out);
   m.impl("gelu_backward_and_value", &gelu_torch::gelu_backward_and_value);
   m.impl("bias_gelu_backward_and_value", &gelu_torch::bias_gelu_backward_and_value);
   m.impl("geglu_backward_and_value", &gelu_torch::geglu_backward_and_value);

@@ -22,10 +22,11 @@ from .modules import GELU, BiasGELU, LinearBiasGELU
 from .patch import PatchResult, patch
 from .fusion import fuse
 from .fusion_explain import explain
+from .workspace import empty_cache
 
 __all__ = ["gelu", "bias_gelu", "add_gelu", "geglu", "GELU", "BiasGELU",
            "LinearBiasGELU", "patch", "PatchResult", "fuse", "explain", "simd_target",
-           "bias_gelu_linear", "geglu_linear", "GeluLinear", "GegluLinear"]
+           "bias_gelu_linear", "geglu_linear", "GeluLinear", "GegluLinear", "empty_cache"]
 
 
 def simd_target() -> str:

@@ -8,7 +8,10 @@ matmul and gets it back in the backward from the fused GELU backward pass,
 which reads h once and writes dh, db1 and y together
 (``torch.ops.gelu_fusion.bias_gelu_backward_and_value``). The results are
 the same as the unfused modules', with the memory of one [..., hidden]
-tensor less per block.
+tensor less per block. The forward writes y, and the backward dh over its
+own dY and y, into a per-thread buffer it reuses (workspace.py), so the
+GELU passes touch no fresh [..., hidden] memory (GeGLU: the backward's y
+over dY, its dh and the forward's y fresh).
 
     z = bias_gelu_linear(h, b1, W2, b2)   # h = x @ W1.T, its own autograd
     z = geglu_linear(x2h, W2, b2)         # linear(geglu(x2h), W2, b2)
@@ -27,6 +30,7 @@ from torch import Tensor, nn
 
 from .functional import _composed_gelu, _on_kernel
 from .modules import _check_approximate
+from . import workspace
 
 _ops = torch.ops.gelu_fusion
 
@@ -87,9 +91,21 @@ class _ActivationLinear(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, h, bias1, weight2, bias2, approximate, gated):
-        y = _value(h, bias1, approximate, gated)
+        scratch = None
+        if gated:
+            y = _value(h, bias1, approximate, gated)
+        else:
+            # y only feeds the matmul (grad is off in here: it is not kept),
+            # so it goes to this thread's reused buffer, as in the backward.
+            y = scratch = workspace.take(h.shape, h)
+            if bias1 is None:
+                _ops.gelu.out(h, approximate=approximate, out=y)
+            else:
+                _ops.bias_gelu.out(h, bias1, approximate=approximate, out=y)
         z = F.linear(y, weight2, bias2)
         del y  # the matmul has consumed it; the backward recomputes it
+        if scratch is not None:
+            workspace.give_back(scratch)
         ctx.save_for_backward(h, bias1, weight2)
         ctx.approximate = approximate
         ctx.gated = gated
@@ -102,24 +118,30 @@ class _ActivationLinear(torch.autograd.Function):
         h, bias1, weight2 = ctx.saved_tensors
         need_h, need_b1, need_w2, need_b2 = ctx.needs_input_grad[:4]
         a = ctx.approximate
-        dh = db1 = dw2 = db2 = None
+        dh = db1 = dw2 = db2 = scratch = None
         dz2 = dz.reshape(-1, dz.shape[-1])
         if need_h or need_b1:
             dy = torch.matmul(dz, weight2)
-            # y is written over dY, a temporary of its shape, when dY has h's
-            # dtype: no buffer is allocated for y (with glibc's default
-            # malloc a fresh one cost ~4 % of a GPT-2 MLP step,
-            # tools/report/report_model_block.py).
-            if dy.dtype == h.dtype and dy.is_contiguous():
-                y = dy
-                if ctx.gated:
-                    dh = _ops.geglu_backward_and_value.out(dy, h, approximate=a,
-                                                           gelu_half=ctx.gated, y=y)
-                elif bias1 is None:
-                    dh = _ops.gelu_backward_and_value.out(dy, h, approximate=a, y=y)
+            if dy.dtype == h.dtype and dy.is_contiguous() and not ctx.gated:
+                # dh in place over dY (this backward's own matmul temporary,
+                # its pages already touched; dh is what leaves the node) and
+                # y into this thread's reused buffer (y only feeds dW2
+                # below): no fresh [..., hidden] buffer whose first touch
+                # would fault inside the kernel (bench/fuse_bench.py
+                # --backward-alone).
+                y = scratch = workspace.take(h.shape, h)
+                if bias1 is None:
+                    dh = _ops.gelu_backward_and_value.grad_x_out(dy, h, approximate=a,
+                                                                 grad_x=dy, y=y)
                 else:
-                    dh, db1 = _ops.bias_gelu_backward_and_value.out(dy, h, bias1,
-                                                                    approximate=a, y=y)
+                    dh, db1 = _ops.bias_gelu_backward_and_value.grad_x_out(
+                        dy, h, bias1, approximate=a, grad_x=dy, y=y)
+            elif dy.dtype == h.dtype and dy.is_contiguous():
+                # geglu's dh is twice dY's size, so not in place: y is written
+                # over dY, a temporary of its shape (no buffer for y).
+                y = dy
+                dh = _ops.geglu_backward_and_value.out(dy, h, approximate=a,
+                                                       gelu_half=ctx.gated, y=y)
             elif ctx.gated:
                 dh, y = _ops.geglu_backward_and_value(dy, h, approximate=a,
                                                       gelu_half=ctx.gated)
@@ -132,6 +154,9 @@ class _ActivationLinear(torch.autograd.Function):
             y = _value(h, bias1, a, ctx.gated)
         if need_w2:
             dw2 = _weight_grad(dz2, y.reshape(-1, y.shape[-1]), weight2)
+        if scratch is not None:
+            del y
+            workspace.give_back(scratch)
         if need_b2:
             db2 = dz2.sum(0)
         return (dh if need_h else None, db1 if need_b1 else None, dw2, db2, None, None)
