@@ -76,11 +76,52 @@ HWY_INLINE void Replicate(const T* src, size_t cols, size_t span, T* buf) {
   }
 }
 
+// Rows whose value half and gate half are one W lane each (h * sizeof(T) ==
+// sizeof(W)): the values are the even W lanes, the gates the odd ones, so
+// two vectors of rows split with one ConcatEven and one ConcatOdd and two
+// whole-vector stores, where Compress costs two compresses, two stores
+// straddling lines and a phase update per vector (the loop took ~60% of
+// geglu with halves of 1-32 columns, docs/performance.md). Returns the
+// elements done (whole vector pairs); the rest is Deinterleave's.
+// Not on SCALAR (one lane: nothing to concatenate).
+#if HWY_TARGET != HWY_SCALAR
+template <class W, class T>
+HWY_INLINE size_t DeinterleaveLanePairs(size_t m, const T* in, T* v, T* g) {
+  const hn::ScalableTag<W> dw;
+  const size_t n = hn::Lanes(dw);
+  const size_t per = 2 * n * sizeof(W) / sizeof(T);  // elements of T per pair
+  const W* src = reinterpret_cast<const W*>(in);
+  W* vo = reinterpret_cast<W*>(v);
+  W* go = reinterpret_cast<W*>(g);
+  size_t i = 0;
+  for (; i + per <= m; i += per, src += 2 * n, vo += n, go += n) {
+    const auto a = hn::LoadU(dw, src);
+    const auto b = hn::LoadU(dw, src + n);
+    hn::StoreU(hn::ConcatEven(dw, b, a), dw, vo);
+    hn::StoreU(hn::ConcatOdd(dw, b, a), dw, go);
+  }
+  return i;
+}
+#endif
+
 // Splits m elements of rows [value h | gate h] (m a multiple of 2h) into
 // their values (v) and gates (g), each m/2 elements; v and g have room for
 // one vector more (full-vector stores past the end).
 template <class T>
 HWY_INLINE void Deinterleave(size_t m, size_t h, const T* in, T* v, T* g) {
+#if HWY_TARGET != HWY_SCALAR
+  if (h * sizeof(T) == 4 || h * sizeof(T) == 8) {
+    size_t i = h * sizeof(T) == 4 ? DeinterleaveLanePairs<uint32_t>(m, in, v, g)
+                                  : DeinterleaveLanePairs<uint64_t>(m, in, v, g);
+    T* vo = v + i / 2;
+    T* go = g + i / 2;
+    for (; i < m; i += 2 * h, vo += h, go += h) {  // whole rows are left
+      std::memcpy(vo, in + i, h * sizeof(T));
+      std::memcpy(go, in + i + h, h * sizeof(T));
+    }
+    return;
+  }
+#endif
   using U = hwy::MakeUnsigned<T>;
   const hn::ScalableTag<U> du;
   const size_t n = hn::Lanes(du);
