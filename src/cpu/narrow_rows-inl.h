@@ -77,15 +77,19 @@ HWY_INLINE void Replicate(const T* src, size_t cols, size_t span, T* buf) {
 }
 
 // Rows whose value half and gate half are one W lane each (h * sizeof(T) ==
-// sizeof(W)): the values are the even W lanes, the gates the odd ones, so
+// sizeof(W), or two: kTwoLanes): the values are the even W lanes, the gates the odd ones, so
 // two vectors of rows split with one ConcatEven and one ConcatOdd and two
 // whole-vector stores, where Compress costs two compresses, two stores
 // straddling lines and a phase update per vector (the loop took ~60% of
 // geglu with halves of 1-32 columns, docs/performance.md). Returns the
 // elements done (whole vector pairs); the rest is Deinterleave's.
+// kTwoLanes: halves of two W lanes (16 bytes): the even and odd W lanes
+// then hold (value, gate) of each row's first and second lane, and
+// InterleaveLower/Upper (per 128-bit block, blocks in order) pair them back
+// into whole halves.
 // Not on SCALAR (one lane: nothing to concatenate).
 #if HWY_TARGET != HWY_SCALAR
-template <class W, class T>
+template <class W, bool kTwoLanes, class T>
 HWY_INLINE size_t DeinterleaveLanePairs(size_t m, const T* in, T* v, T* g) {
   const hn::ScalableTag<W> dw;
   const size_t n = hn::Lanes(dw);
@@ -97,8 +101,15 @@ HWY_INLINE size_t DeinterleaveLanePairs(size_t m, const T* in, T* v, T* g) {
   for (; i + per <= m; i += per, src += 2 * n, vo += n, go += n) {
     const auto a = hn::LoadU(dw, src);
     const auto b = hn::LoadU(dw, src + n);
-    hn::StoreU(hn::ConcatEven(dw, b, a), dw, vo);
-    hn::StoreU(hn::ConcatOdd(dw, b, a), dw, go);
+    const auto even = hn::ConcatEven(dw, b, a);
+    const auto odd = hn::ConcatOdd(dw, b, a);
+    if constexpr (kTwoLanes) {
+      hn::StoreU(hn::InterleaveLower(dw, even, odd), dw, vo);
+      hn::StoreU(hn::InterleaveUpper(dw, even, odd), dw, go);
+    } else {
+      hn::StoreU(even, dw, vo);
+      hn::StoreU(odd, dw, go);
+    }
   }
   return i;
 }
@@ -110,9 +121,10 @@ HWY_INLINE size_t DeinterleaveLanePairs(size_t m, const T* in, T* v, T* g) {
 template <class T>
 HWY_INLINE void Deinterleave(size_t m, size_t h, const T* in, T* v, T* g) {
 #if HWY_TARGET != HWY_SCALAR
-  if (h * sizeof(T) == 4 || h * sizeof(T) == 8) {
-    size_t i = h * sizeof(T) == 4 ? DeinterleaveLanePairs<uint32_t>(m, in, v, g)
-                                  : DeinterleaveLanePairs<uint64_t>(m, in, v, g);
+  if (const size_t bytes = h * sizeof(T); bytes == 4 || bytes == 8 || bytes == 16) {
+    size_t i = bytes == 4   ? DeinterleaveLanePairs<uint32_t, false>(m, in, v, g)
+               : bytes == 8 ? DeinterleaveLanePairs<uint64_t, false>(m, in, v, g)
+                            : DeinterleaveLanePairs<uint64_t, true>(m, in, v, g);
     T* vo = v + i / 2;
     T* go = g + i / 2;
     for (; i < m; i += 2 * h, vo += h, go += h) {  // whole rows are left
