@@ -76,14 +76,79 @@ HWY_INLINE void Replicate(const T* src, size_t cols, size_t span, T* buf) {
   }
 }
 
+// Rows whose value half and gate half are one W lane each (h * sizeof(T) ==
+// sizeof(W), or two: kTwoLanes): the values are the even W lanes, the gates the odd ones, so
+// two vectors of rows split with one ConcatEven and one ConcatOdd and two
+// whole-vector stores, where Compress costs two compresses, two stores
+// straddling lines and a phase update per vector (the loop took ~60% of
+// geglu with halves of 1-32 columns, docs/performance.md). Returns the
+// elements done (whole vector pairs); the rest is Deinterleave's.
+// kTwoLanes: halves of two W lanes (16 bytes): the even and odd W lanes
+// then hold (value, gate) of each row's first and second lane, and
+// InterleaveLower/Upper (per 128-bit block, blocks in order) pair them back
+// into whole halves.
+// Not on SCALAR (one lane: nothing to concatenate).
+#if HWY_TARGET != HWY_SCALAR
+template <class W, bool kTwoLanes, class T>
+HWY_INLINE size_t DeinterleaveLanePairs(size_t m, const T* in, T* v, T* g) {
+  const hn::ScalableTag<W> dw;
+  const size_t n = hn::Lanes(dw);
+  const size_t per = 2 * n * sizeof(W) / sizeof(T);  // elements of T per pair
+  const W* src = reinterpret_cast<const W*>(in);
+  W* vo = reinterpret_cast<W*>(v);
+  W* go = reinterpret_cast<W*>(g);
+  size_t i = 0;
+  for (; i + per <= m; i += per, src += 2 * n, vo += n, go += n) {
+    const auto a = hn::LoadU(dw, src);
+    const auto b = hn::LoadU(dw, src + n);
+    const auto even = hn::ConcatEven(dw, b, a);
+    const auto odd = hn::ConcatOdd(dw, b, a);
+    if constexpr (kTwoLanes) {
+      hn::StoreU(hn::InterleaveLower(dw, even, odd), dw, vo);
+      hn::StoreU(hn::InterleaveUpper(dw, even, odd), dw, go);
+    } else {
+      hn::StoreU(even, dw, vo);
+      hn::StoreU(odd, dw, go);
+    }
+  }
+  return i;
+}
+#endif
+
 // Splits m elements of rows [value h | gate h] (m a multiple of 2h) into
 // their values (v) and gates (g), each m/2 elements; v and g have room for
 // one vector more (full-vector stores past the end).
 template <class T>
 HWY_INLINE void Deinterleave(size_t m, size_t h, const T* in, T* v, T* g) {
+#if HWY_TARGET != HWY_SCALAR
+  if (const size_t bytes = h * sizeof(T); bytes == 4 || bytes == 8 || bytes == 16) {
+    size_t i = bytes == 4   ? DeinterleaveLanePairs<uint32_t, false>(m, in, v, g)
+               : bytes == 8 ? DeinterleaveLanePairs<uint64_t, false>(m, in, v, g)
+                            : DeinterleaveLanePairs<uint64_t, true>(m, in, v, g);
+    T* vo = v + i / 2;
+    T* go = g + i / 2;
+    for (; i < m; i += 2 * h, vo += h, go += h) {  // whole rows are left
+      std::memcpy(vo, in + i, h * sizeof(T));
+      std::memcpy(go, in + i + h, h * sizeof(T));
+    }
+    return;
+  }
+#endif
   using U = hwy::MakeUnsigned<T>;
   const hn::ScalableTag<U> du;
   const size_t n = hn::Lanes(du);
+  if (h % n == 0) {  // halves of whole vectors: copies, no Compress
+    const U* src = reinterpret_cast<const U*>(in);
+    U* vo = reinterpret_cast<U*>(v);
+    U* go = reinterpret_cast<U*>(g);
+    for (size_t i = 0; i < m; i += 2 * h, vo += h, go += h) {
+      for (size_t j = 0; j < h; j += n) {
+        hn::StoreU(hn::LoadU(du, src + i + j), du, vo + j);
+        hn::StoreU(hn::LoadU(du, src + i + h + j), du, go + j);
+      }
+    }
+    return;
+  }
   const auto hh = hn::Set(du, static_cast<U>(h));
   const auto period = hn::Set(du, static_cast<U>(2 * h));
   const auto advance = hn::Set(du, static_cast<U>(n % (2 * h)));
