@@ -77,8 +77,8 @@ HWY_INLINE void Replicate(const T* src, size_t cols, size_t span, T* buf) {
 }
 
 // Rows whose value half and gate half are one W lane each (h * sizeof(T) ==
-// sizeof(W), or two: kTwoLanes): the values are the even W lanes, the gates the odd ones, so
-// two vectors of rows split with one ConcatEven and one ConcatOdd and two
+// sizeof(W), or two: kTwoLanes): the values are the even W lanes, the gates the odd
+// ones, so two vectors of rows split with one ConcatEven and one ConcatOdd and two
 // whole-vector stores, where Compress costs two compresses, two stores
 // straddling lines and a phase update per vector (the loop took ~60% of
 // geglu with halves of 1-32 columns, docs/performance.md). Returns the

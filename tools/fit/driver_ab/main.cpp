@@ -62,7 +62,8 @@ int main(int argc, char** argv) {
           auto run = side ? run_b : run_a;
           run(o, n, dy.data(), xs[d].data(), out.data());
           const double t0 = ThreadNs();
-          for (int rep = 0; rep < 3; ++rep) run(o, n, dy.data(), xs[d].data(), out.data());
+          for (int rep = 0; rep < 3; ++rep)
+            run(o, n, dy.data(), xs[d].data(), out.data());
           t[side][o][d].push_back((ThreadNs() - t0) / (3.0 * double(n)));
         }
   printf("ns/element A|B and B/A  %-17s %-17s %-17s %-17s N(0,3) speed/N(0,1) A B\n",
