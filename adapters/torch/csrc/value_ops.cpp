@@ -91,26 +91,40 @@ void check_exact_out(const char* op, const char* name, const Tensor& out,
               ", expected a contiguous tensor of shape ", sizes);
 }
 
-Tensor gelu_backward_and_value_out(const Tensor& dy_in, const Tensor& x_in,
-                                   string_view approximate, Tensor& y) {
+// The .out and .grad_x_out overloads: y into the given tensor, grad_x into
+// the given one (grad_x_out; it may be grad_output) or a new one (out).
+// Every given output is checked before anything is written.
+Tensor gelu_backward_and_value_into(const Tensor& dy_in, const Tensor& x_in,
+                                    string_view approximate, Tensor* grad_x,
+                                    Tensor& y) {
   constexpr const char* kOp = "gelu_backward_and_value";
   const gelu::DType t = dtype_of(kOp, "x", x_in),
                     tdy = dtype_of(kOp, "grad_output", dy_in);
   const gelu::Options o = options(kOp, approximate);
   const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
+  if (grad_x) check_exact_out(kOp, "grad_x", *grad_x, x.sizes(), x);
   check_exact_out(kOp, "y", y, x.sizes(), x);
-  Tensor dx = new_output(x.sizes(), x);
+  Tensor dx = grad_x ? *grad_x : new_output(x.sizes(), x);
   call([&] {
     gelu::gelu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), ref(y, t), o);
   });
   return dx;
 }
 
-std::tuple<Tensor, Tensor> bias_gelu_backward_and_value_out(const Tensor& dy_in,
-                                                            const Tensor& x_in,
-                                                            const Tensor& bias_in,
-                                                            string_view approximate,
-                                                            Tensor& y) {
+Tensor gelu_backward_and_value_out(const Tensor& dy, const Tensor& x,
+                                   string_view approximate, Tensor& y) {
+  return gelu_backward_and_value_into(dy, x, approximate, nullptr, y);
+}
+
+Tensor gelu_backward_and_value_grad_x_out(const Tensor& dy, const Tensor& x,
+                                          string_view approximate, Tensor& grad_x,
+                                          Tensor& y) {
+  return gelu_backward_and_value_into(dy, x, approximate, &grad_x, y);
+}
+
+std::tuple<Tensor, Tensor> bias_gelu_backward_and_value_into(
+    const Tensor& dy_in, const Tensor& x_in, const Tensor& bias_in,
+    string_view approximate, Tensor* grad_x, Tensor& y) {
   constexpr const char* kOp = "bias_gelu_backward_and_value";
   const gelu::DType t = dtype_of(kOp, "x", x_in),
                     tdy = dtype_of(kOp, "grad_output", dy_in),
@@ -118,13 +132,29 @@ std::tuple<Tensor, Tensor> bias_gelu_backward_and_value_out(const Tensor& dy_in,
   const gelu::Options o = options(kOp, approximate);
   const Tensor dy = dy_in.contiguous(), x = x_in.contiguous(),
                bias = bias_in.contiguous();
+  if (grad_x) check_exact_out(kOp, "grad_x", *grad_x, x.sizes(), x);
   check_exact_out(kOp, "y", y, x.sizes(), x);
-  Tensor dx = new_output(x.sizes(), x), dbias = new_output(bias.sizes(), bias);
+  Tensor dx = grad_x ? *grad_x : new_output(x.sizes(), x),
+         dbias = new_output(bias.sizes(), bias);
   call([&] {
     gelu::bias_gelu_backward(cref(dy, tdy), cref(x, t), cref(bias, tb), ref(dx, t),
                              ref(dbias, tb), ref(y, t), o);
   });
   return {dx, dbias};
+}
+
+std::tuple<Tensor, Tensor> bias_gelu_backward_and_value_out(const Tensor& dy,
+                                                            const Tensor& x,
+                                                            const Tensor& bias,
+                                                            string_view approximate,
+                                                            Tensor& y) {
+  return bias_gelu_backward_and_value_into(dy, x, bias, approximate, nullptr, y);
+}
+
+std::tuple<Tensor, Tensor> bias_gelu_backward_and_value_grad_x_out(
+    const Tensor& dy, const Tensor& x, const Tensor& bias, string_view approximate,
+    Tensor& grad_x, Tensor& y) {
+  return bias_gelu_backward_and_value_into(dy, x, bias, approximate, &grad_x, y);
 }
 
 Tensor geglu_backward_and_value_out(const Tensor& dy_in, const Tensor& x_in,
@@ -142,42 +172,6 @@ Tensor geglu_backward_and_value_out(const Tensor& dy_in, const Tensor& x_in,
     gelu::geglu_backward(cref(dy, tdy), cref(x, t), ref(dx, t), ref(y, t), o);
   });
   return dx;
-}
-
-Tensor gelu_backward_and_value_grad_x_out(const Tensor& dy_in, const Tensor& x_in,
-                                          string_view approximate, Tensor& grad_x,
-                                          Tensor& y) {
-  constexpr const char* kOp = "gelu_backward_and_value";
-  const gelu::DType t = dtype_of(kOp, "x", x_in),
-                    tdy = dtype_of(kOp, "grad_output", dy_in);
-  const gelu::Options o = options(kOp, approximate);
-  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous();
-  check_exact_out(kOp, "grad_x", grad_x, x.sizes(), x);
-  check_exact_out(kOp, "y", y, x.sizes(), x);
-  call([&] {
-    gelu::gelu_backward(cref(dy, tdy), cref(x, t), ref(grad_x, t), ref(y, t), o);
-  });
-  return grad_x;
-}
-
-std::tuple<Tensor, Tensor> bias_gelu_backward_and_value_grad_x_out(
-    const Tensor& dy_in, const Tensor& x_in, const Tensor& bias_in,
-    string_view approximate, Tensor& grad_x, Tensor& y) {
-  constexpr const char* kOp = "bias_gelu_backward_and_value";
-  const gelu::DType t = dtype_of(kOp, "x", x_in),
-                    tdy = dtype_of(kOp, "grad_output", dy_in),
-                    tb = dtype_of(kOp, "bias", bias_in);
-  const gelu::Options o = options(kOp, approximate);
-  const Tensor dy = dy_in.contiguous(), x = x_in.contiguous(),
-               bias = bias_in.contiguous();
-  check_exact_out(kOp, "grad_x", grad_x, x.sizes(), x);
-  check_exact_out(kOp, "y", y, x.sizes(), x);
-  Tensor dbias = new_output(bias.sizes(), bias);
-  call([&] {
-    gelu::bias_gelu_backward(cref(dy, tdy), cref(x, t), cref(bias, tb), ref(grad_x, t),
-                             ref(dbias, tb), ref(y, t), o);
-  });
-  return {grad_x, dbias};
 }
 
 }  // namespace
