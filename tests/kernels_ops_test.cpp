@@ -187,6 +187,88 @@ TEST_P(KernelsOps, ElementwiseMatchPlainF32) {
       }
 }
 
+// An output buffer at a chosen alignment: `shift` elements past a 64-byte
+// boundary (0: every target's vector-aligned, as the streamed stores need),
+// poisoned, with 64 poisoned guard bytes after its n elements.
+class PlacedOut {
+ public:
+  PlacedOut(DType t, int64_t n, int64_t shift)
+      : t_(t), bytes_(static_cast<size_t>(n) * dtype_size(t)), raw_(bytes_ + 256) {
+    const uintptr_t base = reinterpret_cast<uintptr_t>(raw_.data());
+    p_ = raw_.data() + ((64 - base % 64) % 64) +
+         static_cast<size_t>(shift) * dtype_size(t);
+    const uint32_t poison = poison_bits(t);
+    for (size_t i = 0; i < bytes_; i += dtype_size(t))
+      std::memcpy(p_ + i, &poison, dtype_size(t));
+    std::memset(p_ + bytes_, 0xa5, 64);
+  }
+  void* data() { return p_; }
+  // The same bytes as want's elements, and the guard untouched.
+  void expect_same(const Buffer& want, const std::string& what) const {
+    ASSERT_EQ(0, std::memcmp(p_, want.data(), bytes_)) << what;
+    for (size_t i = 0; i < 64; ++i)
+      ASSERT_EQ(p_[bytes_ + i], 0xa5) << what << ": guard";
+  }
+
+ private:
+  DType t_;
+  size_t bytes_;
+  std::vector<unsigned char> raw_;
+  unsigned char* p_;
+};
+
+// stream = true (non-temporal stores from the outputs' first vector
+// boundary on, plain ones before it, plain ones throughout when the outputs
+// sit at different offsets from a boundary) writes the same bits as
+// stream = false, to every element and nothing past them, for every op,
+// form, dtype and tail length. Outputs aligned (shift 0), one or three
+// elements off; gelu_bwd's y at shift 3 is aligned while dx is not (the
+// fallback). ElementwiseMatchPlainF32 checks the plain path's bits.
+TEST_P(KernelsOps, StreamedStoresMatchPlain) {
+  for (Approx a : kForms)
+    for (DType t : kDTypes)
+      for (int64_t n : sizes())
+        for (int64_t shift : {0, 1, 3}) {
+          const std::string tag = " stream, output shift " + std::to_string(shift);
+          Buffer pa(t, {n}), pb(t, {n}), dy(t, {n}), want(t, {n}), want_y(t, {n});
+          fill_inputs(pa, 600 + n);
+          fill_inputs(pb, 700 + n, 1.0f);
+          fill_inputs(dy, 800 + n, 1.0f);
+          {
+            PlacedOut out(t, n, shift);
+            cpu::gelu_fwd(a, t, n, pa.data(), want.data());
+            cpu::gelu_fwd(a, t, n, pa.data(), out.data(), true);
+            out.expect_same(want, what("gelu_fwd", a, t, n) + tag);
+          }
+          {
+            PlacedOut out(t, n, shift), y(t, n, shift == 3 ? 0 : shift);
+            cpu::gelu_bwd(a, t, n, dy.data(), pa.data(), want.data(), want_y.data());
+            cpu::gelu_bwd(a, t, n, dy.data(), pa.data(), out.data(), y.data(), true);
+            out.expect_same(want, what("gelu_bwd", a, t, n) + tag);
+            y.expect_same(want_y, what("gelu_bwd y", a, t, n) + tag);
+          }
+          {
+            PlacedOut out(t, n, shift);
+            cpu::gelu_bwd(a, t, n, dy.data(), pa.data(), want.data());
+            cpu::gelu_bwd(a, t, n, dy.data(), pa.data(), out.data(), nullptr, true);
+            out.expect_same(want, what("gelu_bwd without y", a, t, n) + tag);
+          }
+          {
+            PlacedOut out(t, n, shift);
+            cpu::add_fwd(a, t, n, pa.data(), pb.data(), want.data());
+            cpu::add_fwd(a, t, n, pa.data(), pb.data(), out.data(), true);
+            out.expect_same(want, what("add_fwd", a, t, n) + tag);
+          }
+          {
+            PlacedOut out(t, n, shift);
+            cpu::add_bwd(a, t, n, dy.data(), pa.data(), pb.data(), want.data());
+            cpu::add_bwd(a, t, n, dy.data(), pa.data(), pb.data(), out.data(), true);
+            out.expect_same(want, what("add_bwd", a, t, n) + tag);
+          }
+          if (HasFailure()) return;
+        }
+}
+
 // A column block [c0, c0 + cols) of `rows` rows `stride` apart, as the op
 // layer's tiling passes it.
 struct Block {
@@ -289,6 +371,12 @@ TEST_P(KernelsOps, RowsMatchPlainF32) {
         cpu::bias_fwd(a, t, k.rows, k.cols, k.stride, at(x, off), at(bias, off),
                       at(out, off));
         expect_bits(out, want_y, at_elem, "bias_fwd " + w);
+        // Non-temporal stores: rows over kFlatMaxCols columns stream from
+        // each row's first vector boundary (rows start at any alignment).
+        out.poison();
+        cpu::bias_fwd(a, t, k.rows, k.cols, k.stride, at(x, off), at(bias, off),
+                      at(out, off), true);
+        expect_bits(out, want_y, at_elem, "bias_fwd streamed " + w);
 
         std::vector<double> dbias(k.cols + 1, -1.0);
         const std::vector<double> want_db = want_dbias(k, want_dx);

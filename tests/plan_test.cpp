@@ -208,6 +208,26 @@ TEST(Plan, DbiasRowBlocksHoldAtLeastMinRowsWherePossible) {
   EXPECT_EQ(dbias_max_row_tasks(int64_t{1} << 40), kMaxDbiasRowTasks);
 }
 
+// Non-temporal stores past 3/4 of the cache the threads can keep: kDev
+// keeps 32 MiB / 2 + 1 MiB = 17 MiB a thread (12.75 MiB the threshold), kOne
+// (no L3) its 512 KiB of L2 (384 KiB).
+TEST(Plan, StreamedStoresPastThreeQuartersOfTheCacheShare) {
+  const int64_t dev = (17 << 20) / 4 * 3, one = (512 << 10) / 4 * 3;
+  EXPECT_FALSE(stream_outputs(dev, 1, kDev));
+  EXPECT_TRUE(stream_outputs(dev + 3, 1, kDev));
+  EXPECT_FALSE(stream_outputs(2 * dev, 2, kDev));
+  EXPECT_TRUE(stream_outputs(2 * dev + 3, 2, kDev));
+  EXPECT_FALSE(stream_outputs(one, 1, kOne));
+  EXPECT_TRUE(stream_outputs(one + 3, 1, kOne));
+  // Through make_plan: 2 f32 streams of 32M elements (256 MiB) stream on any
+  // thread count; 256K elements (2 MiB) never; 2M (16 MiB) on 1 thread only.
+  for (int threads : {1, 2})
+    EXPECT_TRUE(make_plan(1, 1 << 25, DType::f32, 2, kDev, threads).stream_outputs);
+  EXPECT_FALSE(make_plan(1, 1 << 18, DType::f32, 2, kDev, 1).stream_outputs);
+  EXPECT_TRUE(make_plan(1, 1 << 21, DType::f32, 2, kDev, 1).stream_outputs);
+  EXPECT_FALSE(make_plan(1, 1 << 21, DType::f32, 2, kDev, 2).stream_outputs);
+}
+
 TEST(Plan, WorkingSetFitsHalfOfL2) {
   for (const Shape& s : kShapes) {
     const Plan p = make_plan(s.rows, s.cols, DType::f32, 3, kDev, 0);

@@ -92,8 +92,22 @@ double* partial_sums(size_t count, std::unique_ptr<double[]>& owned) {
   return kept.get();
 }
 
-// An element-wise op: validate, then run kernel(dtype, first, count) over
-// the plan's chunks.
+// Whether no output of the call is also one of its inputs. In place, the
+// output's lines are in cache already (the kernel has just read them), so
+// plain stores cost no extra read and stay there for the next op.
+template <size_t K>
+bool outputs_apart(OpId id, const TensorArg (&args)[K]) {
+  const core::OpDecl& op = core::op_decl(id);
+  for (size_t i = 0; i < K; ++i) {
+    if (!op.tensors[i].output() || args[i].data == nullptr) continue;
+    for (size_t j = 0; j < K; ++j)
+      if (!op.tensors[j].output() && args[j].data == args[i].data) return false;
+  }
+  return true;
+}
+
+// An element-wise op: validate, then run kernel(dtype, first, count, stream)
+// over the plan's chunks (stream: non-temporal stores, Plan::stream_outputs).
 template <size_t K, class Kernel>
 void eltwise(OpId id, const TensorArg (&args)[K], const Options& o, Kernel&& kernel) {
   core::validate(id, args, o);
@@ -104,8 +118,9 @@ void eltwise(OpId id, const TensorArg (&args)[K], const Options& o, Kernel&& ker
   const bool with_optional = K > static_cast<size_t>(
                                      core::op_decl(id).required_tensors()) &&
                              args[K - 1].data != nullptr;
-  run_tasks(plan_for(id, *args[0].shape, t, o, with_optional),
-            [&](const Task& k) { kernel(t, k.col0, k.cols); });
+  const Plan p = plan_for(id, *args[0].shape, t, o, with_optional);
+  const bool stream = p.stream_outputs && outputs_apart(id, args);
+  run_tasks(p, [&](const Task& k) { kernel(t, k.col0, k.cols, stream); });
 }
 
 // Element `i` of an optional output, or null where it is absent.
@@ -118,9 +133,11 @@ int last_run_threads() { return g_last_team; }
 }  // namespace core
 
 void gelu(ConstTensorRef x, TensorRef y, const Options& o) {
-  eltwise(OpId::gelu, {arg(x), arg(y)}, o, [&](DType t, int64_t c0, int64_t nc) {
-    cpu::gelu_fwd(o.approximate, t, nc, at(x.data, t, c0), at(y.data, t, c0));
-  });
+  eltwise(OpId::gelu, {arg(x), arg(y)}, o,
+          [&](DType t, int64_t c0, int64_t nc, bool stream) {
+            cpu::gelu_fwd(o.approximate, t, nc, at(x.data, t, c0), at(y.data, t, c0),
+                          stream);
+          });
 }
 
 void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
@@ -131,26 +148,26 @@ void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
 void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
                    const Options& o) {
   eltwise(OpId::gelu_backward, {arg(dy), arg(x), arg(dx), arg(y)}, o,
-          [&](DType t, int64_t c0, int64_t nc) {
+          [&](DType t, int64_t c0, int64_t nc, bool stream) {
             cpu::gelu_bwd(o.approximate, t, nc, at(dy.data, t, c0), at(x.data, t, c0),
-                          at(dx.data, t, c0), at_or_null(y.data, t, c0));
+                          at(dx.data, t, c0), at_or_null(y.data, t, c0), stream);
           });
 }
 
 void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y, const Options& o) {
   eltwise(OpId::add_gelu, {arg(a), arg(b), arg(y)}, o,
-          [&](DType t, int64_t c0, int64_t nc) {
+          [&](DType t, int64_t c0, int64_t nc, bool stream) {
             cpu::add_fwd(o.approximate, t, nc, at(a.data, t, c0), at(b.data, t, c0),
-                         at(y.data, t, c0));
+                         at(y.data, t, c0), stream);
           });
 }
 
 void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
                        TensorRef dx, const Options& o) {
   eltwise(OpId::add_gelu_backward, {arg(dy), arg(a), arg(b), arg(dx)}, o,
-          [&](DType t, int64_t c0, int64_t nc) {
+          [&](DType t, int64_t c0, int64_t nc, bool stream) {
             cpu::add_bwd(o.approximate, t, nc, at(dy.data, t, c0), at(a.data, t, c0),
-                         at(b.data, t, c0), at(dx.data, t, c0));
+                         at(b.data, t, c0), at(dx.data, t, c0), stream);
           });
 }
 
@@ -161,10 +178,12 @@ void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y, const Options
   if (n == 0) return;
   const DType t = x.dtype;
   const int64_t cols = last_dim(x.shape);
-  run_tasks(plan_for(OpId::bias_gelu, x.shape, t, o), [&](const Task& k) {
+  const Plan p = plan_for(OpId::bias_gelu, x.shape, t, o);
+  const bool stream = p.stream_outputs && outputs_apart(OpId::bias_gelu, args);
+  run_tasks(p, [&](const Task& k) {
     const int64_t i0 = k.row0 * cols + k.col0;
     cpu::bias_fwd(o.approximate, t, k.rows, k.cols, cols, at(x.data, t, i0),
-                  at(bias.data, t, k.col0), at(y.data, t, i0));
+                  at(bias.data, t, k.col0), at(y.data, t, i0), stream);
   });
 }
 

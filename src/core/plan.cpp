@@ -52,6 +52,13 @@ const Machine& this_machine() {
   return m;
 }
 
+bool stream_outputs(int64_t bytes, int threads, const Machine& machine) {
+  const int64_t share = (machine.l3_bytes / std::max(machine.cores, 1) +
+                         machine.l2_bytes) *
+                        std::max(threads, 1);
+  return bytes / 3 > share / 4;
+}
+
 Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
                const Machine& machine, int requested_threads, int64_t max_row_tasks) {
   Plan p{};
@@ -88,6 +95,7 @@ Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
   const int64_t useful = std::max<int64_t>(1, total / kMinElementsPerThread);
   p.threads = static_cast<int>(
       std::clamp<int64_t>(std::min({want, useful, p.tasks()}), 1, 1 << 16));
+  p.stream_outputs = stream_outputs(total * bytes_per_elem, p.threads, machine);
   return p;
 }
 
@@ -119,7 +127,7 @@ std::string describe_plan(const Plan& p) {
   std::ostringstream s;
   s << "threads=" << p.threads << " row_block=" << p.row_block
     << " col_block=" << p.col_block << " tasks=" << p.tasks() << " (" << p.row_tasks
-    << " x " << p.col_tasks << ")";
+    << " x " << p.col_tasks << ")" << (p.stream_outputs ? " stream" : "");
   return s.str();
 }
 

@@ -39,6 +39,9 @@ struct Plan {
   int64_t col_block;  // columns per task
   int64_t row_tasks;  // ceil(rows / row_block)
   int64_t col_tasks;  // ceil(cols / col_block)
+  // Whether the kernels may write the outputs with non-temporal stores
+  // (kernels that support them; see stream_outputs below).
+  bool stream_outputs;
   int64_t tasks() const { return row_tasks * col_tasks; }
   // Task t of tasks(), row blocks outer: the last row and column blocks
   // are the tails.
@@ -73,6 +76,18 @@ constexpr int64_t dbias_max_row_tasks(int64_t rows) {
   const int64_t by_rows = rows / kMinDbiasRowBlock;
   return by_rows < 1 ? 1 : by_rows < kMaxDbiasRowTasks ? by_rows : kMaxDbiasRowTasks;
 }
+
+// Non-temporal stores for a call whose tensors (bytes read and written,
+// all streams) exceed three quarters of what the threads it runs on can
+// keep in cache, (l3_bytes / cores + l2_bytes) * threads: about the rule
+// glibc's memcpy applies to its own non-temporal threshold (3/4 of the L3
+// share), with the L2 added for caches that do not hold L2's lines in L3
+// and for machines without an L3. Such a call cannot leave its
+// outputs in cache for the next op, and plain stores first read every
+// output line (the write-allocate): on a Xeon (L3 260 MiB, 2 cores of a VM)
+// a 32M-element f32 gelu ran at 48% of a memcpy's speed with plain stores
+// (docs/performance.md, "Large tensors: non-temporal stores").
+bool stream_outputs(int64_t bytes, int threads, const Machine& machine);
 
 // The plan op `id` runs when its primary tensor (op_table: OpDecl::primary)
 // has `primary_shape` and `dtype`, with `options.num_threads` requested:

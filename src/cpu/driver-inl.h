@@ -34,6 +34,7 @@
 #include "cpu/gelu_math-inl.h"
 #include "cpu/storage-inl.h"
 #include "gelu/gelu.hpp"
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -50,6 +51,8 @@ enum : unsigned {
   kAccInit = 16,  // acc = dx (f32, per column): a group's first row
   kAccAdd = 32,   // acc += dx: the group's other rows
   kValue = 64,    // with kBackward: also store the forward's value to val
+  kStream = 128,  // outputs by non-temporal stores (every output aligned to a
+                  // vector: StreamHead; the caller calls hwy::FlushStream)
 };
 
 // The streams of one Row call; unused ones are null. All hold `count`
@@ -199,6 +202,29 @@ HWY_INLINE size_t StepLanes(DF df) {
   return 2 * hn::Lanes(df);
 }
 
+// S::Store2 of a step's two result vectors at p, or with kStream the same
+// bytes by non-temporal stores: a step's results are a whole number of
+// vectors' bytes in every storage (2N f32, or 2N 16-bit values: N u32), and
+// p is vector-aligned (the caller checked the output's alignment; steps are
+// 2N positions apart). The 16-bit storages round into an aligned stack copy
+// first, then stream it.
+template <class S, unsigned F, class DF>
+HWY_INLINE void StoreOut(DF df, hn::Vec<DF> a, hn::Vec<DF> b, typename S::T* p) {
+  if constexpr ((F & kStream) == 0) {
+    S::Store2(df, a, b, p);
+  } else if constexpr (std::is_same_v<typename S::T, float>) {
+    hn::Stream(a, df, p);
+    hn::Stream(b, df, p + hn::Lanes(df));
+  } else {
+    static_assert(sizeof(typename S::T) == 2, "16-bit storage");
+    const hn::RebindToUnsigned<DF> du;
+    HWY_ALIGN typename S::T rounded[kMaxStep];
+    S::Store2(df, a, b, rounded);
+    hn::Stream(hn::Load(du, reinterpret_cast<const uint32_t*>(rounded)), du,
+               reinterpret_cast<uint32_t*>(p));
+  }
+}
+
 // The lanes of one vector that mask m selects, packed to the front of
 // dst (a whole vector is written); returns how many.
 template <class DF>
@@ -277,9 +303,10 @@ inline constexpr size_t kDeferLanes = 1;
 // any step does, and FinishDeferred patches its tail lanes in place (the
 // outputs are the steps' own positions). Otherwise (a rounding storage,
 // the dbias sums) the core results wait in Deferred::out/out2/val.
+// Not with kStream either: a patch would read back a streamed line.
 template <class S, unsigned F>
 constexpr bool kPatchOutputs = std::is_same_v<S, F32> &&
-                               (F & (kAccInit | kAccAdd)) == 0;
+                               (F & (kAccInit | kAccAdd | kStream)) == 0;
 
 struct Deferred {
   size_t steps = 0;  // deferred steps
@@ -298,6 +325,23 @@ struct Deferred {
   HWY_ALIGN float dy[kBlockSteps * kMaxStep + kMaxF32Lanes];
 };
 
+// kStream runs are calls too large for the cache (plan.hpp), whose inputs
+// come from memory: a step asks for its input lines kPrefetchBytes ahead.
+// One thread of a 32M-element f32 gelu with streamed stores went 0.60-0.64
+// -> 0.44 ns/element at x ~ N(0, 1) (0.82 -> 0.63 at N(0, 2)) with 4 KiB;
+// 2 and 8 KiB within noise of it, 1 and 16 KiB slower (a Xeon;
+// docs/performance.md, "Large tensors: non-temporal stores"). Prefetches
+// past the end of a stream are dropped by the hardware, never a fault.
+inline constexpr size_t kPrefetchBytes = 4096;
+template <class S>
+HWY_INLINE void PrefetchAhead(const typename S::T* p) {
+  using T = typename S::T;
+  const T* ahead = p + kPrefetchBytes / sizeof(T);
+  hwy::Prefetch(ahead);
+  // A step of f32 spans two 64-byte lines with AVX-512 (one of 16-bit values).
+  if constexpr (kMaxStep * sizeof(T) > 64) hwy::Prefetch(ahead + 64 / sizeof(T));
+}
+
 // One full step of positions [i, i + StepLanes): the core for every lane;
 // a pair with a tail lane is deferred (FinishDeferred completes it).
 template <class Math, class S, unsigned F, class DF>
@@ -311,6 +355,11 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
   // 12 keeps a 2-iteration loop over arrays rolled and round-trips every
   // vector through the stack.
   hn::Vec<DF> xa, xb, x2a, x2b, dya, dyb, outa, outb, out2a, out2b, vala, valb;
+  if constexpr ((F & kStream) != 0) {
+    PrefetchAhead<S>(s.x + i);
+    if constexpr (kTwo) PrefetchAhead<S>(s.x2 + i);
+    if constexpr (kBwd) PrefetchAhead<S>(s.dy + i);
+  }
   S::Load2(df, s.x + i, xa, xb);
   if constexpr (kTwo) S::Load2(df, s.x2 + i, x2a, x2b);
   if constexpr (kBwd) S::Load2(df, s.dy + i, dya, dyb);
@@ -364,9 +413,9 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
     def.lanes = at + na + nb;
     if constexpr (!kPatchOutputs<S, F>) return;
   }
-  S::Store2(df, outa, outb, s.out + i);
-  if constexpr (kOut2) S::Store2(df, out2a, out2b, s.out2 + i);
-  if constexpr (kVal) S::Store2(df, vala, valb, s.val + i);
+  StoreOut<S, F>(df, outa, outb, s.out + i);
+  if constexpr (kOut2) StoreOut<S, F>(df, out2a, out2b, s.out2 + i);
+  if constexpr (kVal) StoreOut<S, F>(df, vala, valb, s.val + i);
   if constexpr ((F & (kAccInit | kAccAdd)) != 0) {  // acc is null otherwise
     // Split pairs (kSplitPairs) land as even sums, then odd sums.
     Accumulate<F>(df, outa, s.acc + i);
@@ -404,7 +453,7 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
     auto outa = ExpandFrom(df, hn::LoadU(df, core), def.bits[k][0], def.x + used, used);
     auto outb = ExpandFrom(df, hn::LoadU(df, core + N), def.bits[k][1], def.x + used,
                            used);
-    S::Store2(df, outa, outb, s.out + i);
+    StoreOut<S, F>(df, outa, outb, s.out + i);
     if constexpr (kOut2) {
       size_t used2 = at;
       const float* core2 = kPatch ? reinterpret_cast<const float*>(s.out2 + i)
@@ -413,7 +462,7 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
                                     def.x2 + used2, used2);
       const auto out2b = ExpandFrom(df, hn::LoadU(df, core2 + N), def.bits[k][1],
                                     def.x2 + used2, used2);
-      S::Store2(df, out2a, out2b, s.out2 + i);
+      StoreOut<S, F>(df, out2a, out2b, s.out2 + i);
     }
     if constexpr (kVal) {
       size_t used3 = at;
@@ -423,7 +472,7 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
                                    def.dy + used3, used3);
       const auto valb = ExpandFrom(df, hn::LoadU(df, core3 + N), def.bits[k][1],
                                    def.dy + used3, used3);
-      S::Store2(df, vala, valb, s.val + i);
+      StoreOut<S, F>(df, vala, valb, s.val + i);
     }
     if constexpr ((F & (kAccInit | kAccAdd)) != 0) {
       Accumulate<F>(df, outa, s.acc + i);
@@ -463,11 +512,18 @@ HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem,
                      Stage(at(s.x2), x2, rem), s.out ? out : nullptr,
                      s.out2 ? out2 : nullptr,  Stage(at(s.acc), acc, nacc),
                      s.val ? val : nullptr};
-  Step<Math, S, F>(df, t, 0, def);
-  if (def.steps != 0) FinishDeferred<Math, S, F>(df, t, def);
+  // Into the stack copies: plain stores (kStream is for the outputs).
+  constexpr unsigned G = F & ~unsigned{kStream};
+  Step<Math, S, G>(df, t, 0, def);
+  if (def.steps != 0) FinishDeferred<Math, S, G>(df, t, def);
+  // Only the outputs the flags write (g++ otherwise warns that out2 or val
+  // may be read uninitialized where the stream is null anyway).
+  constexpr bool kBwd = (F & kBackward) != 0;
   if (s.out) std::memcpy(s.out + i, out, rem * sizeof(T));
-  if (s.out2) std::memcpy(s.out2 + i, out2, rem * sizeof(T));
-  if (s.val) std::memcpy(s.val + i, val, rem * sizeof(T));
+  if constexpr (kBwd && (F & kGated) != 0)
+    if (s.out2) std::memcpy(s.out2 + i, out2, rem * sizeof(T));
+  if constexpr (kBwd && (F & kValue) != 0)
+    if (s.val) std::memcpy(s.val + i, val, rem * sizeof(T));
   if (s.acc) std::memcpy(s.acc + i, acc, nacc * sizeof(float));
 }
 
@@ -488,6 +544,34 @@ template <class Math, class S, unsigned F>
 using MathFor =
     typename MathForT<Math, sizeof(typename S::T) == 2 && (F & kDbias) == 0>::type;
 
+// kStream's non-temporal stores need vector-aligned outputs. How many
+// leading positions of s to run with plain stores so that every output
+// (out, out2, val; null ones aside) is aligned after them, or -1 when no
+// count aligns them all (outputs at different offsets from an alignment
+// boundary, or not aligned to their element size).
+template <class S>
+HWY_INLINE int64_t StreamHead(const Streams<S>& s) {
+  using T = typename S::T;
+  constexpr uintptr_t kAlign = detail::kMaxF32Lanes * sizeof(float);
+  int64_t head = -1;
+  for (const T* p : {s.out, s.out2, s.val}) {
+    if (p == nullptr) continue;
+    const uintptr_t off = (kAlign - reinterpret_cast<uintptr_t>(p) % kAlign) % kAlign;
+    if (off % sizeof(T) != 0) return -1;
+    const int64_t h = static_cast<int64_t>(off / sizeof(T));
+    if (head >= 0 && h != head) return -1;
+    head = h;
+  }
+  return head < 0 ? 0 : head;
+}
+
+// s with every stream advanced by k positions.
+template <class S>
+HWY_INLINE Streams<S> Advance(const Streams<S>& s, size_t k) {
+  const auto at = [k](auto* p) { return p ? p + k : p; };
+  return {at(s.dy), at(s.x), at(s.x2), at(s.out), at(s.out2), at(s.acc), at(s.val)};
+}
+
 // Runs the op over positions [0, count) of the streams, in blocks of
 // kBlockSteps steps (the deferred tail lanes are finished per block).
 template <class Math, class S, unsigned F>
@@ -504,6 +588,29 @@ HWY_INLINE void Row(size_t count, const Streams<S>& s) {
     if (def.steps != 0) detail::FinishDeferred<M, S, F>(df, s, def);
   }
   if (i < count) detail::TailStep<M, S, F>(df, s, i, count - i, def);
+}
+
+// Row<Math, S, F>, or with non-temporal stores when `stream` asks for them:
+// the positions before the outputs' first vector boundary with plain
+// stores, the rest streamed (StreamHead: plain stores throughout when the
+// outputs cannot all be aligned). The caller fences once after its last
+// row (FenceStreamed), so that the op layer's join sees the stores.
+template <class Math, class S, unsigned F>
+HWY_INLINE void RowMaybeStreamed(bool stream, size_t n, const Streams<S>& st) {
+  const int64_t head = stream ? StreamHead(st) : -1;
+  if (head < 0 || static_cast<size_t>(head) >= n) {
+    Row<Math, S, F>(n, st);
+    return;
+  }
+  const size_t h = static_cast<size_t>(head);
+  if (h != 0) Row<Math, S, F>(h, st);
+  Row<Math, S, F | kStream>(n - h, Advance(st, h));
+}
+
+// The fence after a kernel's RowMaybeStreamed calls (non-temporal stores
+// are weakly ordered).
+HWY_INLINE void FenceStreamed(bool stream) {
+  if (stream) hwy::FlushStream();
 }
 
 // bias_gelu_backward over `rows` rows of `cols` columns, rows `stride`

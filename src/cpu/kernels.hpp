@@ -20,18 +20,25 @@ namespace gelu::cpu {
 // result for the same positions, from the same pass: gelu(x), gelu(x + bias),
 // gelu(value half) * gate half (y laid out as dy).
 
-// Element-wise over n elements.
-void gelu_fwd(Approx, DType, int64_t n, const void* x, void* y);
+// Element-wise over n elements. `stream`: write the outputs with
+// non-temporal stores (same values; the op layer asks for it when the
+// call's tensors are too large to stay in cache, Plan::stream_outputs), from
+// the outputs' first vector boundary on; plain stores before it, and
+// throughout when the outputs sit at different offsets from a boundary.
+void gelu_fwd(Approx, DType, int64_t n, const void* x, void* y, bool stream = false);
 void gelu_bwd(Approx, DType, int64_t n, const void* dy, const void* x, void* dx,
-              void* y = nullptr);
-void add_fwd(Approx, DType, int64_t n, const void* a, const void* b, void* y);
+              void* y = nullptr, bool stream = false);
+void add_fwd(Approx, DType, int64_t n, const void* a, const void* b, void* y,
+             bool stream = false);
 void add_bwd(Approx, DType, int64_t n, const void* dy, const void* a, const void* b,
-             void* dx);
+             void* dx, bool stream = false);
 
 // Row kernels over `rows` rows of `cols` elements; consecutive rows are
 // `stride` elements apart in x, y, dy and dx; bias (and dbias) hold `cols`.
+// bias_fwd's `stream`: as for the element-wise kernels, per row, on rows
+// of more than kFlatMaxCols columns (src/cpu/narrow_rows-inl.h) or strided.
 void bias_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride, const void* x,
-              const void* bias, void* y);
+              const void* bias, void* y, bool stream = false);
 // dbias[j] = sum over the chunk's rows of dx[i, j] (the f32 values, before
 // rounding to storage): each group of 4 consecutive rows from the chunk's
 // first summed in f32, (((r0 + r1) + r2) + r3), the group sums added in

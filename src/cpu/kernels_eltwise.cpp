@@ -22,39 +22,45 @@ using P = typename S::T*;
 template <class S>
 using CP = const typename S::T*;
 
-void GeluFwd(Approx form, DType t, int64_t n, const void* x, void* y) {
+void GeluFwd(Approx form, DType t, int64_t n, const void* x, void* y, bool stream) {
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
-    Row<decltype(m), S, 0>(n, {nullptr, CP<S>(x), nullptr, P<S>(y), nullptr, nullptr});
+    RowMaybeStreamed<decltype(m), S, 0>(
+        stream, n, {nullptr, CP<S>(x), nullptr, P<S>(y), nullptr, nullptr});
   });
+  FenceStreamed(stream);
 }
 
 void GeluBwd(Approx form, DType t, int64_t n, const void* dy, const void* x, void* dx,
-             void* y) {
+             void* y, bool stream) {
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
     const Streams<S> st{CP<S>(dy), CP<S>(x), nullptr, P<S>(dx),
                         nullptr,   nullptr,  P<S>(y)};
-    if (y) Row<decltype(m), S, kBackward | kValue>(n, st);
-    else Row<decltype(m), S, kBackward>(n, st);
+    if (y) RowMaybeStreamed<decltype(m), S, kBackward | kValue>(stream, n, st);
+    else RowMaybeStreamed<decltype(m), S, kBackward>(stream, n, st);
   });
+  FenceStreamed(stream);
 }
 
-void AddFwd(Approx form, DType t, int64_t n, const void* a, const void* b, void* y) {
+void AddFwd(Approx form, DType t, int64_t n, const void* a, const void* b, void* y,
+            bool stream) {
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
-    Row<decltype(m), S, kSum>(n,
-                              {nullptr, CP<S>(a), CP<S>(b), P<S>(y), nullptr, nullptr});
+    RowMaybeStreamed<decltype(m), S, kSum>(
+        stream, n, {nullptr, CP<S>(a), CP<S>(b), P<S>(y), nullptr, nullptr});
   });
+  FenceStreamed(stream);
 }
 
 void AddBwd(Approx form, DType t, int64_t n, const void* dy, const void* a,
-            const void* b, void* dx) {
+            const void* b, void* dx, bool stream) {
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
-    Row<decltype(m), S, kSum | kBackward>(
-        n, {CP<S>(dy), CP<S>(a), CP<S>(b), P<S>(dx), nullptr, nullptr});
+    RowMaybeStreamed<decltype(m), S, kSum | kBackward>(
+        stream, n, {CP<S>(dy), CP<S>(a), CP<S>(b), P<S>(dx), nullptr, nullptr});
   });
+  FenceStreamed(stream);
 }
 
 // A storage's exact load: F16 has a faster one for the kernels.
@@ -199,19 +205,20 @@ HWY_EXPORT(RoundResultsToBf16);
 HWY_EXPORT(GeluFwdF32WithMathOf);
 HWY_EXPORT(GeluBwdF32WithMathOf);
 
-void gelu_fwd(Approx a, DType t, int64_t n, const void* x, void* y) {
-  HWY_DYNAMIC_DISPATCH(GeluFwd)(a, t, n, x, y);
+void gelu_fwd(Approx a, DType t, int64_t n, const void* x, void* y, bool stream) {
+  HWY_DYNAMIC_DISPATCH(GeluFwd)(a, t, n, x, y, stream);
 }
 void gelu_bwd(Approx a, DType t, int64_t n, const void* dy, const void* x, void* dx,
-              void* y) {
-  HWY_DYNAMIC_DISPATCH(GeluBwd)(a, t, n, dy, x, dx, y);
+              void* y, bool stream) {
+  HWY_DYNAMIC_DISPATCH(GeluBwd)(a, t, n, dy, x, dx, y, stream);
 }
-void add_fwd(Approx a, DType t, int64_t n, const void* pa, const void* pb, void* y) {
-  HWY_DYNAMIC_DISPATCH(AddFwd)(a, t, n, pa, pb, y);
+void add_fwd(Approx a, DType t, int64_t n, const void* pa, const void* pb, void* y,
+             bool stream) {
+  HWY_DYNAMIC_DISPATCH(AddFwd)(a, t, n, pa, pb, y, stream);
 }
 void add_bwd(Approx a, DType t, int64_t n, const void* dy, const void* pa,
-             const void* pb, void* dx) {
-  HWY_DYNAMIC_DISPATCH(AddBwd)(a, t, n, dy, pa, pb, dx);
+             const void* pb, void* dx, bool stream) {
+  HWY_DYNAMIC_DISPATCH(AddBwd)(a, t, n, dy, pa, pb, dx, stream);
 }
 
 void to_f32(DType t, int64_t n, const void* in, float* out) {

@@ -20,7 +20,7 @@ template <class S>
 using CP = const typename S::T*;
 
 void BiasFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
-             const void* x, const void* bias, void* y) {
+             const void* x, const void* bias, void* y, bool stream) {
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
     // Contiguous rows (the chunk is whole rows) of up to kFlatMaxCols: one
@@ -32,10 +32,12 @@ void BiasFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
     }
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t o = r * stride;
-      Row<decltype(m), S, kSum>(
-          cols, {nullptr, CP<S>(x) + o, CP<S>(bias), P<S>(y) + o, nullptr, nullptr});
+      RowMaybeStreamed<decltype(m), S, kSum>(
+          stream, cols,
+          {nullptr, CP<S>(x) + o, CP<S>(bias), P<S>(y) + o, nullptr, nullptr});
     }
   });
+  FenceStreamed(stream);
 }
 
 void BiasBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
@@ -135,8 +137,8 @@ HWY_EXPORT(GegluFwd);
 HWY_EXPORT(GegluBwd);
 
 void bias_fwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t stride,
-              const void* x, const void* bias, void* y) {
-  HWY_DYNAMIC_DISPATCH(BiasFwd)(a, t, rows, cols, stride, x, bias, y);
+              const void* x, const void* bias, void* y, bool stream) {
+  HWY_DYNAMIC_DISPATCH(BiasFwd)(a, t, rows, cols, stride, x, bias, y, stream);
 }
 void bias_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t stride,
               const void* dy, const void* x, const void* bias, void* dx, double* dbias,

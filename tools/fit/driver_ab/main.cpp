@@ -1,6 +1,9 @@
 // Driver A/B benchmark: two versions of src/cpu/driver-inl.h (run.sh builds
 // each side from variant.cpp) timed in one process on the same buffers, f32
-// gelu forward and backward of each form, 256K elements, 1 thread, on
+// gelu forward and backward of each form, 256K elements (N=<count> in the
+// environment for another size; STREAM=1 runs the rows with kStream's
+// non-temporal stores, into a 64-byte-aligned output; both sides' drivers
+// must have kStream then), 1 thread, on
 // x ~ N(0, 1), N(0, 2), N(0, 3) and tail-only U[-14, -4]. Rounds alternate
 // which side runs first, each timing follows an untimed warm-up call, and
 // time is the thread's CPU time: on a shared machine other jobs add time,
@@ -8,6 +11,7 @@
 // spread +-10% between identical sides on the 2-core machine while it
 // compiled; the 20% quantile within +-3%).
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -41,9 +45,10 @@ double Quantile20(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const size_t n = 262144;
+  const size_t n = getenv("N") ? std::max(1L, atol(getenv("N"))) : 262144;
+  const int stream = getenv("STREAM") && atoi(getenv("STREAM")) != 0 ? 6 : 0;
   const int rounds = argc > 1 ? std::max(1, atoi(argv[1])) : 15;
-  std::vector<float> xs[4], dy(n), out(n);
+  std::vector<float> xs[4], dy(n), out_plain(n);
   for (int d = 0; d < 4; ++d) {
     xs[d].resize(n);
     Fill(xs[d], d);
@@ -51,6 +56,13 @@ int main(int argc, char** argv) {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   for (float& v : dy) v = normal(rng);
+  // Streamed stores need an aligned output (the library aligns a head).
+  std::vector<float> out_aligned(n + 16);
+  float* const out_data = out_aligned.data() +
+                          (16 -
+                           reinterpret_cast<uintptr_t>(out_aligned.data()) / 4 % 16) %
+                              16;
+  float* const out = stream ? out_data : out_plain.data();
   const char* names[6] = {"erf fwd", "tanh fwd", "quick fwd",
                           "erf bwd", "tanh bwd", "quick bwd"};
   std::vector<double> t[2][6][4];
@@ -60,10 +72,10 @@ int main(int argc, char** argv) {
         for (int k = 0; k < 2; ++k) {
           const int side = k ^ (r & 1);
           auto run = side ? run_b : run_a;
-          run(o, n, dy.data(), xs[d].data(), out.data());
+          run(o + stream, n, dy.data(), xs[d].data(), out);
           const double t0 = ThreadNs();
           for (int rep = 0; rep < 3; ++rep)
-            run(o, n, dy.data(), xs[d].data(), out.data());
+            run(o + stream, n, dy.data(), xs[d].data(), out);
           t[side][o][d].push_back((ThreadNs() - t0) / (3.0 * double(n)));
         }
   printf("ns/element A|B and B/A  %-17s %-17s %-17s %-17s N(0,3) speed/N(0,1) A B\n",

@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "cpu/driver-inl.h"
+#include "hwy/cache_control.h"
 
 using namespace gelu::cpu::HWY_NAMESPACE;
 
@@ -19,6 +20,16 @@ extern "C" void VARIANT_RUN(int op, size_t n, const float* dy, const float* x,
     case 3: return Row<GeluErfMath, F32, kBackward>(n, s);
     case 4: return Row<GeluTanhMath, F32, kBackward>(n, s);
     case 5: return Row<GeluQuickMath, F32, kBackward>(n, s);
+    default: break;
+  }
+  switch (op) {  // 6-11: the same with non-temporal stores (main.cpp: STREAM=1)
+    case 6: Row<GeluErfMath, F32, kStream>(n, s); break;
+    case 7: Row<GeluTanhMath, F32, kStream>(n, s); break;
+    case 8: Row<GeluQuickMath, F32, kStream>(n, s); break;
+    case 9: Row<GeluErfMath, F32, kBackward | kStream>(n, s); break;
+    case 10: Row<GeluTanhMath, F32, kBackward | kStream>(n, s); break;
+    case 11: Row<GeluQuickMath, F32, kBackward | kStream>(n, s); break;
     default: return;
   }
+  hwy::FlushStream();
 }
