@@ -387,6 +387,30 @@ TEST_P(KernelsOps, RowsMatchPlainF32) {
         for (int64_t j = 0; j < k.cols; ++j)
           ASSERT_EQ(dbias[j], want_db[j]) << "bias_bwd dbias column " << j << " " << w;
         ASSERT_EQ(dbias[k.cols], -1.0) << "bias_bwd wrote dbias past cols " << w;
+        // Non-temporal stores of dx and y (rows the narrow path leaves; f32
+        // then sums dbias in a tile instead of reading dx back): same dx,
+        // dbias and y as the plain call.
+        {
+          Buffer y_plain(t, {n}), y_streamed(t, {n});
+          y_plain.poison();
+          y_streamed.poison();
+          std::vector<double> db_plain(k.cols + 1, -1.0);
+          cpu::bias_bwd(a, t, k.rows, k.cols, k.stride, at(dy, off), at(x, off),
+                        at(bias, off), at(out, off), db_plain.data(), at(y_plain, off));
+          out.poison();
+          std::fill(dbias.begin(), dbias.end(), -1.0);
+          cpu::bias_bwd(a, t, k.rows, k.cols, k.stride, at(dy, off), at(x, off),
+                        at(bias, off), at(out, off), dbias.data(), at(y_streamed, off),
+                        true);
+          expect_bits(out, want_dx, at_elem, "bias_bwd streamed " + w);
+          for (int64_t j = 0; j <= k.cols; ++j)
+            ASSERT_EQ(dbias[j], j < k.cols ? want_db[j] : -1.0)
+                << "bias_bwd streamed dbias column " << j << " " << w;
+          for (int64_t i = 0; i < n; ++i)
+            ASSERT_EQ(y_streamed.bits(i), y_plain.bits(i))
+                << "bias_bwd streamed y " << w << " element " << i;
+          ASSERT_TRUE(y_streamed.guard_intact()) << "bias_bwd streamed y " << w;
+        }
 
         Buffer io = clone(x);  // in place: y = x
         cpu::bias_fwd(a, t, k.rows, k.cols, k.stride, at(io, off), at(bias, off),
@@ -433,12 +457,23 @@ TEST_P(KernelsOps, RowsMatchPlainF32) {
         gy.poison();
         cpu::geglu_fwd(a, t, k.rows, k.cols, h, at(gx, off), at(gy, off));
         expect_bits(gy, want_gy, at_elem, "geglu_fwd " + w);
+        gy.poison();  // non-temporal stores (rows the narrow path leaves)
+        cpu::geglu_fwd(a, t, k.rows, k.cols, h, at(gx, off), at(gy, off), false, true);
+        expect_bits(gy, want_gy, at_elem, "geglu_fwd streamed " + w);
         auto at_g = [&](int64_t i) {
           return in_block(i % (2 * h) % h + i / (2 * h) * h) ? i : int64_t{-1};
         };
         gdx.poison();
         cpu::geglu_bwd(a, t, k.rows, k.cols, h, at(dy, off), at(gx, off), at(gdx, off));
         expect_bits(gdx, want_gdx, at_g, "geglu_bwd " + w);
+        // Streamed, with y: dx's halves and y are aligned alike only where
+        // h * dtype size is a multiple of 64 bytes (otherwise plain stores).
+        gdx.poison();
+        gy.poison();
+        cpu::geglu_bwd(a, t, k.rows, k.cols, h, at(dy, off), at(gx, off), at(gdx, off),
+                       false, at(gy, off), true);
+        expect_bits(gdx, want_gdx, at_g, "geglu_bwd streamed " + w);
+        expect_bits(gy, want_gy, at_elem, "geglu_bwd streamed y " + w);
         Buffer gio = clone(gx);  // in place: dx = x
         cpu::geglu_bwd(a, t, k.rows, k.cols, h, at(dy, off), at(gio, off),
                        at(gio, off));

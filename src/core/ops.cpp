@@ -213,11 +213,13 @@ void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias
   // needs no initialisation.
   std::unique_ptr<double[]> owned;
   double* const partial = partial_sums(static_cast<size_t>(p.row_tasks * cols), owned);
+  const bool stream = p.stream_outputs && outputs_apart(OpId::bias_gelu_backward, args);
   run_tasks(p, [&](const Task& k) {
     const int64_t i0 = k.row0 * cols + k.col0;
     cpu::bias_bwd(o.approximate, t, k.rows, k.cols, cols, at(dy.data, t, i0),
                   at(x.data, t, i0), at(bias.data, t, k.col0), at(dx.data, t, i0),
-                  partial + k.row_task * cols + k.col0, at_or_null(y.data, t, i0));
+                  partial + k.row_task * cols + k.col0, at_or_null(y.data, t, i0),
+                  stream);
   });
   // sums_to adds the blocks in block order per column, rounds once to f32
   // and stores dbias in its dtype, in one vector pass: scalar loops and an
@@ -235,10 +237,12 @@ void geglu(ConstTensorRef x, TensorRef y, const Options& o) {
   if (n == 0) return;
   const DType t = x.dtype;
   const int64_t h = last_dim(x.shape) / 2;
-  run_tasks(plan_for(OpId::geglu, x.shape, t, o), [&](const Task& k) {
-    cpu::geglu_fwd(o.approximate, t, k.rows, k.cols, h,
-                   at(x.data, t, k.row0 * 2 * h + k.col0),
-                   at(y.data, t, k.row0 * h + k.col0), o.gelu_half == GeluHalf::second);
+  const Plan p = plan_for(OpId::geglu, x.shape, t, o);
+  const bool stream = p.stream_outputs && outputs_apart(OpId::geglu, args);
+  run_tasks(p, [&](const Task& k) {
+    cpu::geglu_fwd(
+        o.approximate, t, k.rows, k.cols, h, at(x.data, t, k.row0 * 2 * h + k.col0),
+        at(y.data, t, k.row0 * h + k.col0), o.gelu_half == GeluHalf::second, stream);
   });
 }
 
@@ -255,15 +259,15 @@ void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef
   if (n == 0) return;
   const DType t = x.dtype;
   const int64_t h = last_dim(x.shape) / 2;
-  run_tasks(plan_for(OpId::geglu_backward, x.shape, t, o, y.data != nullptr),
-            [&](const Task& k) {
-              cpu::geglu_bwd(o.approximate, t, k.rows, k.cols, h,
-                             at(dy.data, t, k.row0 * h + k.col0),
-                             at(x.data, t, k.row0 * 2 * h + k.col0),
-                             at(dx.data, t, k.row0 * 2 * h + k.col0),
-                             o.gelu_half == GeluHalf::second,
-                             at_or_null(y.data, t, k.row0 * h + k.col0));
-            });
+  const Plan p = plan_for(OpId::geglu_backward, x.shape, t, o, y.data != nullptr);
+  const bool stream = p.stream_outputs && outputs_apart(OpId::geglu_backward, args);
+  run_tasks(p, [&](const Task& k) {
+    cpu::geglu_bwd(
+        o.approximate, t, k.rows, k.cols, h, at(dy.data, t, k.row0 * h + k.col0),
+        at(x.data, t, k.row0 * 2 * h + k.col0), at(dx.data, t, k.row0 * 2 * h + k.col0),
+        o.gelu_half == GeluHalf::second, at_or_null(y.data, t, k.row0 * h + k.col0),
+        stream);
+  });
 }
 
 }  // namespace gelu

@@ -597,7 +597,12 @@ HWY_INLINE void Row(size_t count, const Streams<S>& s) {
 // row (FenceStreamed), so that the op layer's join sees the stores.
 template <class Math, class S, unsigned F>
 HWY_INLINE void RowMaybeStreamed(bool stream, size_t n, const Streams<S>& st) {
-  const int64_t head = stream ? StreamHead(st) : -1;
+  int64_t head = stream ? StreamHead(st) : -1;
+  // Split pairs lay a dbias tile out per whole step from the row's first
+  // column (ColumnOrder): no head there.
+  if constexpr (detail::kSplitPairs<S> && (F & (kAccInit | kAccAdd)) != 0) {
+    if (head > 0) head = -1;
+  }
   if (head < 0 || static_cast<size_t>(head) >= n) {
     Row<Math, S, F>(n, st);
     return;
@@ -692,16 +697,21 @@ HWY_INLINE void AddRowSums(size_t nr, size_t nc, const float* dx, size_t stride,
   }
 }
 
-// kExtra: 0, or kValue to also store y = gelu(x + bias) (rows `stride` apart).
+// kExtra: 0, or kValue to also store y = gelu(x + bias) (rows `stride` apart),
+// and or kStream for non-temporal stores of dx and y (RowMaybeStreamed; the
+// caller fences).
 template <class Math, class S, unsigned kExtra = 0>
 HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
                                  const typename S::T* dy, const typename S::T* x,
                                  const typename S::T* bias, typename S::T* dx,
                                  double* dbias, typename S::T* y = nullptr) {
-  constexpr unsigned F = kSum | kBackward | kDbias | kExtra;
+  constexpr bool kStreamed = (kExtra & kStream) != 0;
+  constexpr unsigned F = kSum | kBackward | kDbias | (kExtra & ~unsigned{kStream});
   // F32: the group's sums read back from dx (kDbiasReadBackTile says why);
   // bf16/f16 round dx, so their f32 values are summed in a tile as made.
-  constexpr bool kReadBack = std::is_same_v<S, F32>;
+  // Streamed dx is not in cache to read back: f32 sums in the tile too
+  // (the same f32 additions in the same order, so the same bits).
+  constexpr bool kReadBack = std::is_same_v<S, F32> && !kStreamed;
   constexpr size_t kTile = kReadBack ? kDbiasReadBackTile : kDbiasTile;
   [[maybe_unused]] HWY_ALIGN float acc[kReadBack ? 1 : kDbiasTile];
   for (size_t c0 = 0; c0 < cols; c0 += kTile) {
@@ -716,8 +726,13 @@ HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
         } else {
           const Streams<S> s{dy + o,  x + o, bias + c0,          dx + o,
                              nullptr, acc,   y ? y + o : nullptr};
-          if (r == r0) Row<Math, S, F | kAccInit>(nc, s);
-          else Row<Math, S, F | kAccAdd>(nc, s);
+          if constexpr (kStreamed) {
+            if (r == r0) RowMaybeStreamed<Math, S, F | kAccInit>(true, nc, s);
+            else RowMaybeStreamed<Math, S, F | kAccAdd>(true, nc, s);
+          } else {
+            if (r == r0) Row<Math, S, F | kAccInit>(nc, s);
+            else Row<Math, S, F | kAccAdd>(nc, s);
+          }
         }
       }
       // The first group's sums are stored: no zeroing pass.

@@ -67,18 +67,22 @@ constexpr int64_t dbias_span(int64_t cols) {
   const int64_t l = cols / a * 64;
   return l >= 1024 ? l : (1024 + l - 1) / l * l;
 }
+// `stream`: dx and y as bias_fwd's y, on rows the narrow path leaves (the
+// f32 dbias sums then come from registers, not read back: same bits).
 void bias_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride, const void* dy,
               const void* x, const void* bias, void* dx, double* dbias,
-              void* y = nullptr);
+              void* y = nullptr, bool stream = false);
 
 // GeGLU over `rows` rows, columns [0, cols) of a row whose gate half begins
 // `h` elements after its value half: x rows are 2h apart, y/dy rows h apart,
 // dx rows 2h apart. x and dx point at the value half's first column.
 // gelu_second: the GELU's half is the second one (GeluHalf::second).
+// `stream`: as for bias_fwd, on rows the narrow path does not take.
 void geglu_fwd(Approx, DType, int64_t rows, int64_t cols, int64_t h, const void* x,
-               void* y, bool gelu_second = false);
+               void* y, bool gelu_second = false, bool stream = false);
 void geglu_bwd(Approx, DType, int64_t rows, int64_t cols, int64_t h, const void* dy,
-               const void* x, void* dx, bool gelu_second = false, void* y = nullptr);
+               const void* x, void* dx, bool gelu_second = false, void* y = nullptr,
+               bool stream = false);
 
 // Storage conversions on the kernels' own vector path (bf16/f16 rounded to
 // nearest-even, bit for bit as src/ref/convert.hpp).

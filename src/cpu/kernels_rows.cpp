@@ -1,6 +1,7 @@
 // Row kernels (bias_gelu and geglu; forward and backward), compiled once per
 // SIMD target and dispatched once per call.
 #include <cstdint>
+#include <type_traits>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "cpu/kernels_rows.cpp"
@@ -42,7 +43,7 @@ void BiasFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
 
 void BiasBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
              const void* dy, const void* x, const void* bias, void* dx, double* dbias,
-             void* y) {
+             void* y, bool stream) {
   if (rows == 0) {  // otherwise the first row group stores the sums
     for (int64_t j = 0; j < cols; ++j) dbias[j] = 0.0;
   }
@@ -58,19 +59,24 @@ void BiasBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
                                                 static_cast<size_t>(cols), CP<S>(dy),
                                                 CP<S>(x), CP<S>(bias), P<S>(dx), dbias);
     }
-    if (y) {
-      return BiasBackwardRows<decltype(m), S, kValue>(rows, cols, stride, CP<S>(dy),
-                                                      CP<S>(x), CP<S>(bias), P<S>(dx),
-                                                      dbias, P<S>(y));
-    }
-    BiasBackwardRows<decltype(m), S>(rows, cols, stride, CP<S>(dy), CP<S>(x),
-                                     CP<S>(bias), P<S>(dx), dbias);
+    const auto rows_with = [&](auto extra) {
+      BiasBackwardRows<decltype(m), S, decltype(extra)::value>(
+          rows, cols, stride, CP<S>(dy), CP<S>(x), CP<S>(bias), P<S>(dx), dbias,
+          P<S>(y));
+    };
+    using V = std::integral_constant<unsigned, kValue>;
+    using VS = std::integral_constant<unsigned, kValue | kStream>;
+    using N = std::integral_constant<unsigned, 0>;
+    using NS = std::integral_constant<unsigned, kStream>;
+    if (y) stream ? rows_with(VS()) : rows_with(V());
+    else stream ? rows_with(NS()) : rows_with(N());
   });
+  FenceStreamed(stream);
 }
 
 // `g` and `u`: offsets in a row of the GELU's half and of its multiplier.
 void GegluFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
-              const void* x, void* y, bool gelu_second) {
+              const void* x, void* y, bool gelu_second, bool stream) {
   const int64_t g = gelu_second ? h : 0, u = h - g;
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
@@ -83,14 +89,16 @@ void GegluFwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
     }
     for (int64_t r = 0; r < rows; ++r) {
       const auto xr = CP<S>(x) + r * 2 * h;
-      Row<decltype(m), S, kGated>(
-          cols, {nullptr, xr + g, xr + u, P<S>(y) + r * h, nullptr, nullptr});
+      RowMaybeStreamed<decltype(m), S, kGated>(
+          stream, cols, {nullptr, xr + g, xr + u, P<S>(y) + r * h, nullptr, nullptr});
     }
   });
+  FenceStreamed(stream);
 }
 
 void GegluBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
-              const void* dy, const void* x, void* dx, bool gelu_second, void* y) {
+              const void* dy, const void* x, void* dx, bool gelu_second, void* y,
+              bool stream) {
   const int64_t g = gelu_second ? h : 0, u = h - g;
   WithFormAndDType(form, t, [&](auto m, auto s) {
     using S = decltype(s);
@@ -115,10 +123,12 @@ void GegluBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
                           dxr + u,
                           nullptr,
                           y ? P<S>(y) + r * h : nullptr};
-      if (y) Row<decltype(m), S, kGated | kBackward | kValue>(cols, st);
-      else Row<decltype(m), S, kGated | kBackward>(cols, st);
+      if (y)
+        RowMaybeStreamed<decltype(m), S, kGated | kBackward | kValue>(stream, cols, st);
+      else RowMaybeStreamed<decltype(m), S, kGated | kBackward>(stream, cols, st);
     }
   });
+  FenceStreamed(stream);
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)
@@ -142,16 +152,18 @@ void bias_fwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t stride,
 }
 void bias_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t stride,
               const void* dy, const void* x, const void* bias, void* dx, double* dbias,
-              void* y) {
-  HWY_DYNAMIC_DISPATCH(BiasBwd)(a, t, rows, cols, stride, dy, x, bias, dx, dbias, y);
+              void* y, bool stream) {
+  HWY_DYNAMIC_DISPATCH(BiasBwd)
+  (a, t, rows, cols, stride, dy, x, bias, dx, dbias, y, stream);
 }
 void geglu_fwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h, const void* x,
-               void* y, bool gelu_second) {
-  HWY_DYNAMIC_DISPATCH(GegluFwd)(a, t, rows, cols, h, x, y, gelu_second);
+               void* y, bool gelu_second, bool stream) {
+  HWY_DYNAMIC_DISPATCH(GegluFwd)(a, t, rows, cols, h, x, y, gelu_second, stream);
 }
 void geglu_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h, const void* dy,
-               const void* x, void* dx, bool gelu_second, void* y) {
-  HWY_DYNAMIC_DISPATCH(GegluBwd)(a, t, rows, cols, h, dy, x, dx, gelu_second, y);
+               const void* x, void* dx, bool gelu_second, void* y, bool stream) {
+  HWY_DYNAMIC_DISPATCH(GegluBwd)
+  (a, t, rows, cols, h, dy, x, dx, gelu_second, y, stream);
 }
 
 }  // namespace gelu::cpu

@@ -29,9 +29,11 @@ double Seconds() {
 void Run(int way, size_t n, const float* x, float* y) {
   const __m512 c = _mm512_set1_ps(1.0001f);
   if (way == 0) {
-    for (size_t i = 0; i < n; i += 16) _mm512_store_ps(y + i, _mm512_mul_ps(_mm512_load_ps(x + i), c));
+    for (size_t i = 0; i < n; i += 16)
+      _mm512_store_ps(y + i, _mm512_mul_ps(_mm512_load_ps(x + i), c));
   } else if (way == 1) {
-    for (size_t i = 0; i < n; i += 16) _mm512_stream_ps(y + i, _mm512_mul_ps(_mm512_load_ps(x + i), c));
+    for (size_t i = 0; i < n; i += 16)
+      _mm512_stream_ps(y + i, _mm512_mul_ps(_mm512_load_ps(x + i), c));
     _mm_sfence();
   } else {
     std::memcpy(y, x, n * sizeof(float));
@@ -45,7 +47,8 @@ int main() {
   std::printf("ns/element, medians of 31 calls, 1 thread\n%-10s", "elements");
   for (const char* name : names) std::printf(" %14s", name);
   std::printf("\n");
-  for (size_t n : {size_t{1} << 20, size_t{1} << 22, size_t{1} << 24, size_t{1} << 25}) {
+  for (size_t n :
+       {size_t{1} << 20, size_t{1} << 22, size_t{1} << 24, size_t{1} << 25}) {
     std::printf("%-10zu", n);
     for (int way = 0; way < 3; ++way) {
       float* x = static_cast<float*>(std::aligned_alloc(64, n * sizeof(float)));
