@@ -52,7 +52,7 @@ enum : unsigned {
   kAccAdd = 32,   // acc += dx: the group's other rows
   kValue = 64,    // with kBackward: also store the forward's value to val
   kStream = 128,  // outputs by non-temporal stores (every output aligned to a
-                  // vector: StreamHead; the caller calls hwy::FlushStream)
+                  // vector: StreamHead; the kernel fences: FenceStreamed)
 };
 
 // The streams of one Row call; unused ones are null. All hold `count`
