@@ -193,7 +193,7 @@ TEST_P(KernelsOps, ElementwiseMatchPlainF32) {
 class PlacedOut {
  public:
   PlacedOut(DType t, int64_t n, int64_t shift)
-      : t_(t), bytes_(static_cast<size_t>(n) * dtype_size(t)), raw_(bytes_ + 256) {
+      : bytes_(static_cast<size_t>(n) * dtype_size(t)), raw_(bytes_ + 256) {
     const uintptr_t base = reinterpret_cast<uintptr_t>(raw_.data());
     p_ = raw_.data() + ((64 - base % 64) % 64) +
          static_cast<size_t>(shift) * dtype_size(t);
@@ -211,7 +211,6 @@ class PlacedOut {
   }
 
  private:
-  DType t_;
   size_t bytes_;
   std::vector<unsigned char> raw_;
   unsigned char* p_;
