@@ -226,6 +226,8 @@ TEST(Plan, StreamedStoresPastThreeQuartersOfTheCacheShare) {
   EXPECT_FALSE(make_plan(1, 1 << 18, DType::f32, 2, kDev, 1).stream_outputs);
   EXPECT_TRUE(make_plan(1, 1 << 21, DType::f32, 2, kDev, 1).stream_outputs);
   EXPECT_FALSE(make_plan(1, 1 << 21, DType::f32, 2, kDev, 2).stream_outputs);
+  // Bytes past int64 (planned, never allocated) saturate, not wrap.
+  EXPECT_TRUE(make_plan(1, int64_t{1} << 61, DType::f32, 3, kBig, 0).stream_outputs);
 }
 
 TEST(Plan, WorkingSetFitsHalfOfL2) {

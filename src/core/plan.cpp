@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 #ifdef _OPENMP
@@ -95,7 +96,11 @@ Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
   const int64_t useful = std::max<int64_t>(1, total / kMinElementsPerThread);
   p.threads = static_cast<int>(
       std::clamp<int64_t>(std::min({want, useful, p.tasks()}), 1, 1 << 16));
-  p.stream_outputs = stream_outputs(total * bytes_per_elem, p.threads, machine);
+  // Saturated: counts above 2^60 (never allocated, but planned) overflow.
+  const int64_t bytes = total > std::numeric_limits<int64_t>::max() / bytes_per_elem
+                            ? std::numeric_limits<int64_t>::max()
+                            : total * bytes_per_elem;
+  p.stream_outputs = stream_outputs(bytes, p.threads, machine);
   return p;
 }
 
