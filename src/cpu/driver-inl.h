@@ -7,10 +7,11 @@
 // in blocks of kBlockSteps steps: every step runs the core; the lanes that
 // need the exact tail are packed and run densely at the end of the block
 // (Deferred, FinishDeferred), so the tail costs per tail lane. The last,
-// partial step goes through the same Step (TailStep): its inputs are copied
-// into a zero-padded stack buffer and its outputs out of one, so no lane is
-// read or written out of bounds on any target (Highway 1.0 has no LoadN,
-// and its MaskedLoad may touch the whole vector on SSE4/EMU128).
+// partial step goes through the same Step, in the same loop (TailCopies):
+// its inputs are copied into a zero-padded stack buffer and its outputs out
+// of one, so no lane is read or written out of bounds on any target
+// (Highway 1.0 has no LoadN, and its MaskedLoad may touch the whole vector
+// on SSE4/EMU128).
 //
 // In place: a step loads all of its inputs before it stores (a deferred
 // step's tail inputs are copies), and positions map one to one, so an
@@ -47,16 +48,15 @@ enum : unsigned {
   kSum = 1,       // pre-activation is x + x2 (add_gelu: b; bias_gelu: bias)
   kGated = 2,     // x2 is the GeGLU gate: y = gelu(x) * x2
   kBackward = 4,  // dy in, dx out (and dx2, the gate's gradient, if gated)
-  kDbias = 8,     // dx also feeds dbias: kAccInit or kAccAdd says how
-  kAccInit = 16,  // acc = dx (f32, per column): a group's first row
-  kAccAdd = 32,   // acc += dx: the group's other rows
+  kDbias = 8,     // dx also feeds dbias (the math of f32 results)
+  kAcc = 16,      // dx also goes to acc (f32, per column): Streams::acc_first
   kValue = 64,    // with kBackward: also store the forward's value to val
-  kStream = 128,  // outputs by non-temporal stores (every output aligned to a
-                  // vector: StreamHead; the kernel fences: FenceStreamed)
 };
 
 // The streams of one Row call; unused ones are null. All hold `count`
-// elements (acc: `count` floats).
+// elements (acc: `count` floats). What changes only how results are stored
+// is a run-time choice, not a flag: one instance of the driver serves both
+// (each is a branch per step, always taken the same way in a call).
 template <class S>
 struct Streams {
   using T = typename S::T;
@@ -67,6 +67,11 @@ struct Streams {
   T* out2;
   float* acc;
   T* val = nullptr;  // kValue: the forward's result, recomputed
+  // Outputs by non-temporal stores (every output aligned to a vector:
+  // StreamHead; the kernel fences: FenceStreamed).
+  bool stream = false;
+  // kAcc: acc = dx (a group's first row) rather than acc += dx.
+  bool acc_first = false;
 };
 
 namespace detail {
@@ -189,11 +194,10 @@ HWY_INLINE void ColumnOrder(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, hn::Vec<DF
 #endif
 }
 
-// acc[0, lanes) = v or += v, as the flags say.
-template <unsigned F, class DF>
-HWY_INLINE void Accumulate(DF df, hn::Vec<DF> v, float* acc) {
-  if constexpr ((F & kAccInit) != 0) hn::StoreU(v, df, acc);
-  if constexpr ((F & kAccAdd) != 0) hn::StoreU(hn::Add(hn::LoadU(df, acc), v), df, acc);
+// acc[0, lanes) = v when `first`, else acc += v.
+template <class DF>
+HWY_INLINE void Accumulate(DF df, hn::Vec<DF> v, float* acc, bool first) {
+  hn::StoreU(first ? v : hn::Add(hn::LoadU(df, acc), v), df, acc);
 }
 
 // Positions per step: two f32 vectors.
@@ -202,15 +206,16 @@ HWY_INLINE size_t StepLanes(DF df) {
   return 2 * hn::Lanes(df);
 }
 
-// S::Store2 of a step's two result vectors at p, or with kStream the same
+// S::Store2 of a step's two result vectors at p, or when `stream` the same
 // bytes by non-temporal stores: a step's results are a whole number of
 // vectors' bytes in every storage (2N f32, or 2N 16-bit values: N u32), and
 // p is vector-aligned (the caller checked the output's alignment; steps are
 // 2N positions apart). The 16-bit storages round into an aligned stack copy
 // first, then stream it.
-template <class S, unsigned F, class DF>
-HWY_INLINE void StoreOut(DF df, hn::Vec<DF> a, hn::Vec<DF> b, typename S::T* p) {
-  if constexpr ((F & kStream) == 0) {
+template <class S, class DF>
+HWY_INLINE void StoreOut(DF df, hn::Vec<DF> a, hn::Vec<DF> b, typename S::T* p,
+                         bool stream) {
+  if (!stream) {
     S::Store2(df, a, b, p);
   } else if constexpr (std::is_same_v<typename S::T, float>) {
     hn::Stream(a, df, p);
@@ -303,10 +308,14 @@ inline constexpr size_t kDeferLanes = 1;
 // any step does, and FinishDeferred patches its tail lanes in place (the
 // outputs are the steps' own positions). Otherwise (a rounding storage,
 // the dbias sums) the core results wait in Deferred::out/out2/val.
-// Not with kStream either: a patch would read back a streamed line.
+// Not when streaming either (PatchOutputs): a patch would read back a
+// streamed line.
 template <class S, unsigned F>
-constexpr bool kPatchOutputs = std::is_same_v<S, F32> &&
-                               (F & (kAccInit | kAccAdd | kStream)) == 0;
+constexpr bool kPatchOutputs = std::is_same_v<S, F32> && (F & kAcc) == 0;
+template <class S, unsigned F>
+HWY_INLINE bool PatchOutputs(const Streams<S>& s) {
+  return kPatchOutputs<S, F> && !s.stream;
+}
 
 struct Deferred {
   size_t steps = 0;  // deferred steps
@@ -325,7 +334,7 @@ struct Deferred {
   HWY_ALIGN float dy[kBlockSteps * kMaxStep + kMaxF32Lanes];
 };
 
-// kStream runs are calls too large for the cache (plan.hpp), whose inputs
+// Streamed runs are calls too large for the cache (plan.hpp), whose inputs
 // come from memory: a step asks for its input lines kPrefetchBytes ahead.
 // One thread of a 32M-element f32 gelu with streamed stores went 0.60-0.64
 // -> 0.44 ns/element at x ~ N(0, 1) (0.82 -> 0.63 at N(0, 2)) with 4 KiB;
@@ -355,7 +364,7 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
   // 12 keeps a 2-iteration loop over arrays rolled and round-trips every
   // vector through the stack.
   hn::Vec<DF> xa, xb, x2a, x2b, dya, dyb, outa, outb, out2a, out2b, vala, valb;
-  if constexpr ((F & kStream) != 0) {
+  if (s.stream) {
     PrefetchAhead<S>(s.x + i);
     if constexpr (kTwo) PrefetchAhead<S>(s.x2 + i);
     if constexpr (kBwd) PrefetchAhead<S>(s.dy + i);
@@ -368,58 +377,66 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
     xb = hn::Add(xb, x2b);
   }
   using Core = typename Math::CoreOnly;
-  // One tail check for both vectors (a branch per vector costs ~5%).
-  if (HWY_LIKELY(Math::AllCore(df, xa, xb))) {
-    Compute<Core, F>(df, xa, x2a, dya, outa, out2a, vala);
-    Compute<Core, F>(df, xb, x2b, dyb, outb, out2b, valb);
-  } else if (!kDeferTails) {
-    (void)def;
-    Compute<Math, F>(df, xa, x2a, dya, outa, out2a, vala);
-    Compute<Math, F>(df, xb, x2b, dyb, outb, out2b, valb);
-  } else if (const auto ta = Math::IsTail(df, xa), tb = Math::IsTail(df, xb);
-             hn::CountTrue(df, ta) + hn::CountTrue(df, tb) >
-             kDeferLanes * hn::Lanes(df)) {
-    // Mostly tail lanes: the blended math, which skips the core for a
-    // vector wholly in the tail.
-    Compute<Math, F>(df, xa, x2a, dya, outa, out2a, vala);
-    Compute<Math, F>(df, xb, x2b, dyb, outb, out2b, valb);
-  } else {
-    Compute<Core, F>(df, xa, x2a, dya, outa, out2a, vala);
-    Compute<Core, F>(df, xb, x2b, dyb, outb, out2b, valb);
-    const size_t k = def.steps++;
-    const size_t N = hn::Lanes(df);
-    def.pos[k] = i;
-    if constexpr (!kPatchOutputs<S, F>) {
-      hn::Store(outa, df, def.out[k]);
-      hn::Store(outb, df, def.out[k] + N);
-      if constexpr (kOut2) {
-        hn::Store(out2a, df, def.out2[k]);
-        hn::Store(out2b, df, def.out2[k] + N);
-      }
-      if constexpr (kVal) {
-        hn::Store(vala, df, def.val[k]);
-        hn::Store(valb, df, def.val[k] + N);
-      }
+  // One tail check for both vectors (a branch per vector costs ~5%). A pair
+  // with few tail lanes runs the core and is deferred; one mostly in the
+  // tail runs the blended math, which skips the core for a vector wholly in
+  // the tail. One instance of each math per Step.
+  bool core = Math::AllCore(df, xa, xb);
+  [[maybe_unused]] bool defer = false;
+  if constexpr (kDeferTails) {
+    if (HWY_UNLIKELY(!core)) {
+      defer = hn::CountTrue(df, Math::IsTail(df, xa)) +
+                  hn::CountTrue(df, Math::IsTail(df, xb)) <=
+              kDeferLanes * hn::Lanes(df);
+      core = defer;
     }
-    def.bits[k][0] = MaskBits(df, ta);
-    def.bits[k][1] = MaskBits(df, tb);
-    const size_t at = def.lanes;
-    size_t na = CompressTo(df, xa, ta, def.x + at);
-    if constexpr ((F & kGated) != 0) CompressTo(df, x2a, ta, def.x2 + at);
-    if constexpr (kBwd) CompressTo(df, dya, ta, def.dy + at);
-    size_t nb = CompressTo(df, xb, tb, def.x + at + na);
-    if constexpr ((F & kGated) != 0) CompressTo(df, x2b, tb, def.x2 + at + na);
-    if constexpr (kBwd) CompressTo(df, dyb, tb, def.dy + at + na);
-    def.lanes = at + na + nb;
-    if constexpr (!kPatchOutputs<S, F>) return;
   }
-  StoreOut<S, F>(df, outa, outb, s.out + i);
-  if constexpr (kOut2) StoreOut<S, F>(df, out2a, out2b, s.out2 + i);
-  if constexpr (kVal) StoreOut<S, F>(df, vala, valb, s.val + i);
-  if constexpr ((F & (kAccInit | kAccAdd)) != 0) {  // acc is null otherwise
+  if (HWY_LIKELY(core)) {
+    Compute<Core, F>(df, xa, x2a, dya, outa, out2a, vala);
+    Compute<Core, F>(df, xb, x2b, dyb, outb, out2b, valb);
+  } else {
+    Compute<Math, F>(df, xa, x2a, dya, outa, out2a, vala);
+    Compute<Math, F>(df, xb, x2b, dyb, outb, out2b, valb);
+  }
+  if constexpr (kDeferTails) {
+    if (HWY_UNLIKELY(defer)) {
+      const auto ta = Math::IsTail(df, xa), tb = Math::IsTail(df, xb);
+      const size_t k = def.steps++;
+      const size_t N = hn::Lanes(df);
+      def.pos[k] = i;
+      const bool patch = PatchOutputs<S, F>(s);
+      if (!patch) {
+        hn::Store(outa, df, def.out[k]);
+        hn::Store(outb, df, def.out[k] + N);
+        if constexpr (kOut2) {
+          hn::Store(out2a, df, def.out2[k]);
+          hn::Store(out2b, df, def.out2[k] + N);
+        }
+        if constexpr (kVal) {
+          hn::Store(vala, df, def.val[k]);
+          hn::Store(valb, df, def.val[k] + N);
+        }
+      }
+      def.bits[k][0] = MaskBits(df, ta);
+      def.bits[k][1] = MaskBits(df, tb);
+      const size_t at = def.lanes;
+      size_t na = CompressTo(df, xa, ta, def.x + at);
+      if constexpr ((F & kGated) != 0) CompressTo(df, x2a, ta, def.x2 + at);
+      if constexpr (kBwd) CompressTo(df, dya, ta, def.dy + at);
+      size_t nb = CompressTo(df, xb, tb, def.x + at + na);
+      if constexpr ((F & kGated) != 0) CompressTo(df, x2b, tb, def.x2 + at + na);
+      if constexpr (kBwd) CompressTo(df, dyb, tb, def.dy + at + na);
+      def.lanes = at + na + nb;
+      if (!patch) return;
+    }
+  }
+  StoreOut<S>(df, outa, outb, s.out + i, s.stream);
+  if constexpr (kOut2) StoreOut<S>(df, out2a, out2b, s.out2 + i, s.stream);
+  if constexpr (kVal) StoreOut<S>(df, vala, valb, s.val + i, s.stream);
+  if constexpr ((F & kAcc) != 0) {  // acc is null otherwise
     // Split pairs (kSplitPairs) land as even sums, then odd sums.
-    Accumulate<F>(df, outa, s.acc + i);
-    Accumulate<F>(df, outb, s.acc + i + hn::Lanes(df));
+    Accumulate(df, outa, s.acc + i, s.acc_first);
+    Accumulate(df, outb, s.acc + i + hn::Lanes(df), s.acc_first);
   }
 }
 
@@ -448,35 +465,35 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
   for (size_t k = 0; k < def.steps; ++k) {
     const size_t i = def.pos[k];
     const size_t at = used;
-    constexpr bool kPatch = kPatchOutputs<S, F>;
-    const float* core = kPatch ? reinterpret_cast<const float*>(s.out + i) : def.out[k];
+    const bool patch = PatchOutputs<S, F>(s);
+    const float* core = patch ? reinterpret_cast<const float*>(s.out + i) : def.out[k];
     auto outa = ExpandFrom(df, hn::LoadU(df, core), def.bits[k][0], def.x + used, used);
     auto outb = ExpandFrom(df, hn::LoadU(df, core + N), def.bits[k][1], def.x + used,
                            used);
-    StoreOut<S, F>(df, outa, outb, s.out + i);
+    StoreOut<S>(df, outa, outb, s.out + i, s.stream);
     if constexpr (kOut2) {
       size_t used2 = at;
-      const float* core2 = kPatch ? reinterpret_cast<const float*>(s.out2 + i)
-                                  : def.out2[k];
+      const float* core2 = patch ? reinterpret_cast<const float*>(s.out2 + i)
+                                 : def.out2[k];
       const auto out2a = ExpandFrom(df, hn::LoadU(df, core2), def.bits[k][0],
                                     def.x2 + used2, used2);
       const auto out2b = ExpandFrom(df, hn::LoadU(df, core2 + N), def.bits[k][1],
                                     def.x2 + used2, used2);
-      StoreOut<S, F>(df, out2a, out2b, s.out2 + i);
+      StoreOut<S>(df, out2a, out2b, s.out2 + i, s.stream);
     }
     if constexpr (kVal) {
       size_t used3 = at;
-      const float* core3 = kPatch ? reinterpret_cast<const float*>(s.val + i)
-                                  : def.val[k];
+      const float* core3 = patch ? reinterpret_cast<const float*>(s.val + i)
+                                 : def.val[k];
       const auto vala = ExpandFrom(df, hn::LoadU(df, core3), def.bits[k][0],
                                    def.dy + used3, used3);
       const auto valb = ExpandFrom(df, hn::LoadU(df, core3 + N), def.bits[k][1],
                                    def.dy + used3, used3);
-      StoreOut<S, F>(df, vala, valb, s.val + i);
+      StoreOut<S>(df, vala, valb, s.val + i, s.stream);
     }
-    if constexpr ((F & (kAccInit | kAccAdd)) != 0) {
-      Accumulate<F>(df, outa, s.acc + i);
-      Accumulate<F>(df, outb, s.acc + i + N);
+    if constexpr ((F & kAcc) != 0) {
+      Accumulate(df, outa, s.acc + i, s.acc_first);
+      Accumulate(df, outb, s.acc + i + N, s.acc_first);
     }
   }
   def.steps = 0;
@@ -493,39 +510,49 @@ HWY_INLINE T* Stage(const T* src, T* buf, size_t rem) {
   return buf;
 }
 
-// The final partial vector, positions [i, i + rem): the same Step on
-// zero-padded stack copies, then only rem elements copied back. Inputs are
-// all staged before any output is copied back (in place stays correct).
-// With split pairs the dbias tile's chunk is a whole step's sums (the odd
-// ones start N floats in), so all of it goes in and out: the tile has room
-// for every chunk it starts (BiasBackwardRows).
-template <class Math, class S, unsigned F, class DF>
-HWY_INLINE void TailStep(DF df, const Streams<S>& s, size_t i, size_t rem,
-                         Deferred& def) {
+// The final partial step, positions [i, i + rem) of a Row: zero-padded
+// stack copies of its inputs, which Row then runs through the same Step as
+// every other step (one instance of Step per Row), and stack outputs, of
+// which only rem elements are copied back. Inputs are all staged before any
+// output is copied back (in place stays correct). With split pairs the
+// dbias tile's chunk is a whole step's sums (the odd ones start N floats
+// in), so all of it goes in and out: the tile has room for every chunk it
+// starts (BiasBackwardRows).
+template <class S>
+struct TailCopies {
   using T = typename S::T;
   HWY_ALIGN T dy[kMaxStep], x[kMaxStep], x2[kMaxStep];
   HWY_ALIGN T out[kMaxStep], out2[kMaxStep], val[kMaxStep];
   HWY_ALIGN float acc[kMaxStep];
-  auto at = [i](auto* p) { return p ? p + i : p; };
-  const size_t nacc = kSplitPairs<S> ? StepLanes(df) : rem;
-  const Streams<S> t{Stage(at(s.dy), dy, rem), Stage(at(s.x), x, rem),
-                     Stage(at(s.x2), x2, rem), s.out ? out : nullptr,
-                     s.out2 ? out2 : nullptr,  Stage(at(s.acc), acc, nacc),
-                     s.val ? val : nullptr};
-  // Into the stack copies: plain stores (kStream is for the outputs).
-  constexpr unsigned G = F & ~unsigned{kStream};
-  Step<Math, S, G>(df, t, 0, def);
-  if (def.steps != 0) FinishDeferred<Math, S, G>(df, t, def);
+
+  // The streams of the staged step (plain stores: streaming is for the
+  // outputs); nacc: how many sums of acc it covers.
+  Streams<S> Stage(const Streams<S>& s, size_t i, size_t rem, size_t nacc) {
+    auto at = [i](auto* p) { return p ? p + i : p; };
+    return {detail::Stage(at(s.dy), dy, rem),
+            detail::Stage(at(s.x), x, rem),
+            detail::Stage(at(s.x2), x2, rem),
+            s.out ? out : nullptr,
+            s.out2 ? out2 : nullptr,
+            detail::Stage(at(s.acc), acc, nacc),
+            s.val ? val : nullptr,
+            /*stream=*/false,
+            s.acc_first};
+  }
+
   // Only the outputs the flags write (g++ otherwise warns that out2 or val
   // may be read uninitialized where the stream is null anyway).
-  constexpr bool kBwd = (F & kBackward) != 0;
-  if (s.out) std::memcpy(s.out + i, out, rem * sizeof(T));
-  if constexpr (kBwd && (F & kGated) != 0)
-    if (s.out2) std::memcpy(s.out2 + i, out2, rem * sizeof(T));
-  if constexpr (kBwd && (F & kValue) != 0)
-    if (s.val) std::memcpy(s.val + i, val, rem * sizeof(T));
-  if (s.acc) std::memcpy(s.acc + i, acc, nacc * sizeof(float));
-}
+  template <unsigned F>
+  void CopyBack(const Streams<S>& s, size_t i, size_t rem, size_t nacc) const {
+    constexpr bool kBwd = (F & kBackward) != 0;
+    if (s.out) std::memcpy(s.out + i, out, rem * sizeof(T));
+    if constexpr (kBwd && (F & kGated) != 0)
+      if (s.out2) std::memcpy(s.out2 + i, out2, rem * sizeof(T));
+    if constexpr (kBwd && (F & kValue) != 0)
+      if (s.val) std::memcpy(s.val + i, val, rem * sizeof(T));
+    if (s.acc) std::memcpy(s.acc + i, acc, nacc * sizeof(float));
+  }
+};
 
 }  // namespace detail
 
@@ -544,7 +571,7 @@ template <class Math, class S, unsigned F>
 using MathFor =
     typename MathForT<Math, sizeof(typename S::T) == 2 && (F & kDbias) == 0>::type;
 
-// kStream's non-temporal stores need vector-aligned outputs. How many
+// Streamed (non-temporal) stores need vector-aligned outputs. How many
 // leading positions of s to run with plain stores so that every output
 // (out, out2, val; null ones aside) is aligned after them, or -1 when no
 // count aligns them all (outputs at different offsets from an alignment
@@ -565,32 +592,45 @@ HWY_INLINE int64_t StreamHead(const Streams<S>& s) {
   return head < 0 ? 0 : head;
 }
 
-// s with every stream advanced by k positions.
+// s with every stream advanced by k positions, stored as `stream` says.
 template <class S>
-HWY_INLINE Streams<S> Advance(const Streams<S>& s, size_t k) {
+HWY_INLINE Streams<S> Advance(const Streams<S>& s, size_t k, bool stream) {
   const auto at = [k](auto* p) { return p ? p + k : p; };
-  return {at(s.dy), at(s.x), at(s.x2), at(s.out), at(s.out2), at(s.acc), at(s.val)};
+  return {at(s.dy),  at(s.x),   at(s.x2), at(s.out),  at(s.out2),
+          at(s.acc), at(s.val), stream,   s.acc_first};
 }
 
 // Runs the op over positions [0, count) of the streams, in blocks of
-// kBlockSteps steps (the deferred tail lanes are finished per block).
+// kBlockSteps steps (the deferred tail lanes are finished per block); the
+// last, partial step runs on stack copies (TailCopies) through the same loop.
 template <class Math, class S, unsigned F>
 HWY_INLINE void Row(size_t count, const Streams<S>& s) {
   using M = MathFor<Math, S, F>;
   const hn::ScalableTag<float> df;
   const size_t N = detail::StepLanes(df);
+  const size_t full = count - count % N, rem = count - full;
+  const size_t nacc = detail::kSplitPairs<S> ? N : rem;
   detail::Deferred def;
-  size_t i = 0;
-  while (count - i >= N) {
-    const size_t steps = (count - i) / N < detail::kBlockSteps ? (count - i) / N
+  detail::TailCopies<S> tail;
+  Streams<S> cur = s;
+  size_t i = 0, end = full;
+  for (bool staged = false;; staged = true) {
+    while (i < end) {
+      const size_t steps = (end - i) / N < detail::kBlockSteps ? (end - i) / N
                                                                : detail::kBlockSteps;
-    for (size_t k = 0; k < steps; ++k, i += N) detail::Step<M, S, F>(df, s, i, def);
-    if (def.steps != 0) detail::FinishDeferred<M, S, F>(df, s, def);
+      for (size_t k = 0; k < steps; ++k, i += N) detail::Step<M, S, F>(df, cur, i, def);
+      if (def.steps != 0) detail::FinishDeferred<M, S, F>(df, cur, def);
+    }
+    if (staged || rem == 0) break;
+    cur = tail.Stage(s, full, rem, nacc);
+    i = 0;
+    end = N;
   }
-  if (i < count) detail::TailStep<M, S, F>(df, s, i, count - i, def);
+  if (rem != 0) tail.template CopyBack<F>(s, full, rem, nacc);
 }
 
-// Row<Math, S, F>, or with non-temporal stores when `stream` asks for them:
+// Row<Math, S, F>, or with non-temporal stores when `stream` asks for them
+// (st.stream is ignored):
 // the positions before the outputs' first vector boundary with plain
 // stores, the rest streamed (StreamHead: plain stores throughout when the
 // outputs cannot all be aligned). The caller fences once after its last
@@ -600,16 +640,16 @@ HWY_INLINE void RowMaybeStreamed(bool stream, size_t n, const Streams<S>& st) {
   int64_t head = stream ? StreamHead(st) : -1;
   // Split pairs lay a dbias tile out per whole step from the row's first
   // column (ColumnOrder): no head there.
-  if constexpr (detail::kSplitPairs<S> && (F & (kAccInit | kAccAdd)) != 0) {
+  if constexpr (detail::kSplitPairs<S> && (F & kAcc) != 0) {
     if (head > 0) head = -1;
   }
   if (head < 0 || static_cast<size_t>(head) >= n) {
-    Row<Math, S, F>(n, st);
+    Row<Math, S, F>(n, Advance(st, 0, false));
     return;
   }
   const size_t h = static_cast<size_t>(head);
-  if (h != 0) Row<Math, S, F>(h, st);
-  Row<Math, S, F | kStream>(n - h, Advance(st, h));
+  if (h != 0) Row<Math, S, F>(h, Advance(st, 0, false));
+  Row<Math, S, F>(n - h, Advance(st, h, true));
 }
 
 // The fence after a kernel's RowMaybeStreamed calls (non-temporal stores
@@ -629,7 +669,8 @@ HWY_INLINE void FenceStreamed(bool stream) {
 // takes the same sums from dx itself: kDbiasReadBackTile below.)
 inline constexpr size_t kDbiasGroup = 4;
 inline constexpr size_t kDbiasTile = 4096;  // columns: 16 KiB of f32 sums
-// TailStep's split-pair chunk (a whole step of sums) fits in the tile.
+// The partial step's split-pair chunk (a whole step of sums, TailCopies)
+// fits in the tile.
 static_assert(kDbiasTile % detail::kMaxStep == 0, "tile of whole steps");
 
 // sums[0, nc) += (or = when kFirst) the tile's group sums acc, in double;
@@ -697,49 +738,45 @@ HWY_INLINE void AddRowSums(size_t nr, size_t nc, const float* dx, size_t stride,
   }
 }
 
-// kExtra: 0, or kValue to also store y = gelu(x + bias) (rows `stride` apart),
-// and or kStream for non-temporal stores of dx and y (RowMaybeStreamed; the
+// kExtra: 0, or kValue to also store y = gelu(x + bias) (rows `stride`
+// apart). `stream`: non-temporal stores of dx and y (RowMaybeStreamed; the
 // caller fences).
 template <class Math, class S, unsigned kExtra = 0>
 HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
                                  const typename S::T* dy, const typename S::T* x,
                                  const typename S::T* bias, typename S::T* dx,
-                                 double* dbias, typename S::T* y = nullptr) {
-  constexpr bool kStreamed = (kExtra & kStream) != 0;
-  constexpr unsigned F = kSum | kBackward | kDbias | (kExtra & ~unsigned{kStream});
+                                 double* dbias, typename S::T* y, bool stream) {
+  constexpr unsigned F = kSum | kBackward | kDbias | kExtra;
   // F32: the group's sums read back from dx (kDbiasReadBackTile says why);
   // bf16/f16 round dx, so their f32 values are summed in a tile as made.
   // Streamed dx is not in cache to read back: f32 sums in the tile too
   // (the same f32 additions in the same order, so the same bits).
-  constexpr bool kReadBack = std::is_same_v<S, F32> && !kStreamed;
-  constexpr size_t kTile = kReadBack ? kDbiasReadBackTile : kDbiasTile;
-  [[maybe_unused]] HWY_ALIGN float acc[kReadBack ? 1 : kDbiasTile];
-  for (size_t c0 = 0; c0 < cols; c0 += kTile) {
-    const size_t nc = cols - c0 < kTile ? cols - c0 : kTile;
+  const bool read_back = std::is_same_v<S, F32> && !stream;
+  const size_t tile = read_back ? kDbiasReadBackTile : kDbiasTile;
+  HWY_ALIGN float acc[kDbiasTile];
+  for (size_t c0 = 0; c0 < cols; c0 += tile) {
+    const size_t nc = cols - c0 < tile ? cols - c0 : tile;
     for (size_t r0 = 0; r0 < rows; r0 += kDbiasGroup) {
       const size_t end = rows - r0 < kDbiasGroup ? rows : r0 + kDbiasGroup;
       for (size_t r = r0; r < end; ++r) {
         const size_t o = r * stride + c0;
-        if constexpr (kReadBack) {
+        if (read_back) {
           Row<Math, S, F>(nc, {dy + o, x + o, bias + c0, dx + o, nullptr, nullptr,
                                y ? y + o : nullptr});
         } else {
-          const Streams<S> s{dy + o,  x + o, bias + c0,          dx + o,
-                             nullptr, acc,   y ? y + o : nullptr};
-          if constexpr (kStreamed) {
-            if (r == r0) RowMaybeStreamed<Math, S, F | kAccInit>(true, nc, s);
-            else RowMaybeStreamed<Math, S, F | kAccAdd>(true, nc, s);
-          } else {
-            if (r == r0) Row<Math, S, F | kAccInit>(nc, s);
-            else Row<Math, S, F | kAccAdd>(nc, s);
-          }
+          Streams<S> s{dy + o,  x + o, bias + c0,           dx + o,
+                       nullptr, acc,   y ? y + o : nullptr, false,
+                       r == r0};
+          RowMaybeStreamed<Math, S, F | kAcc>(stream, nc, s);
         }
       }
       // The first group's sums are stored: no zeroing pass.
-      if constexpr (kReadBack) {
-        const float* group = dx + r0 * stride + c0;
-        if (r0 == 0) AddRowSums<true>(end - r0, nc, group, stride, dbias + c0);
-        else AddRowSums<false>(end - r0, nc, group, stride, dbias + c0);
+      if (read_back) {
+        if constexpr (std::is_same_v<S, F32>) {
+          const float* group = dx + r0 * stride + c0;
+          if (r0 == 0) AddRowSums<true>(end - r0, nc, group, stride, dbias + c0);
+          else AddRowSums<false>(end - r0, nc, group, stride, dbias + c0);
+        }
       } else {
         if (r0 == 0) AddGroupSums<S, true>(nc, acc, dbias + c0);
         else AddGroupSums<S, false>(nc, acc, dbias + c0);

@@ -1,8 +1,8 @@
 // Row ops on short rows, per target: many rows per vector instead of one
-// Row call (and one partial TailStep) per row. A row op on rows of a few
-// columns otherwise pays a call and a stack-staged tail step for every few
-// elements: bias_gelu on rows of 1 column cost ~100x gelu per element,
-// rows of 8 ~10x (bench/shapes/shape_cliffs.cpp re-measures it).
+// Row call (and one partial, stack-staged step) per row. A row op on rows
+// of a few columns otherwise pays a call and a stack-staged tail step for
+// every few elements: bias_gelu on rows of 1 column cost ~100x gelu per
+// element, rows of 8 ~10x (bench/shapes/shape_cliffs.cpp re-measures it).
 //
 //   bias_gelu:           one flat pass over the rows, the bias read from a
 //                        copy extended by one chunk, at the chunk's column.
@@ -13,7 +13,7 @@
 //                        buffer (Compress), one Row over them, and for the
 //                        backward the two gradients interleaved back.
 //
-// Every helper here runs the same Step/TailStep/Row of driver-inl.h, so the
+// Every helper here runs the same Step/Row of driver-inl.h, so the
 // results of each element are those of the wide path, bit for bit; only
 // dbias's summation order differs (BiasBackwardNarrow says how).
 //
@@ -255,10 +255,8 @@ HWY_INLINE void BiasBackwardNarrow(size_t rows, size_t cols, const typename S::T
         Row<Math, S, F>(
             len, {dy + o, x + o, ext, dx + o, nullptr, nullptr, y ? y + o : nullptr});
       } else {
-        const Streams<S> s{
-            dy + o, x + o, ext, dx + o, nullptr, acc, y ? y + o : nullptr};
-        if (b == 0) Row<Math, S, F | kAccInit>(len, s);
-        else Row<Math, S, F | kAccAdd>(len, s);
+        Row<Math, S, F | kAcc>(len, {dy + o, x + o, ext, dx + o, nullptr, acc,
+                                     y ? y + o : nullptr, false, b == 0});
       }
     }
     if constexpr (kReadBack) {

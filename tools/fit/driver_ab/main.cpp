@@ -1,9 +1,9 @@
 // Driver A/B benchmark: two versions of src/cpu/driver-inl.h (run.sh builds
 // each side from variant.cpp) timed in one process on the same buffers, f32
 // gelu forward and backward of each form, 256K elements (N=<count> in the
-// environment for another size; STREAM=1 runs the rows with kStream's
+// environment for another size; STREAM=1 runs the rows with streamed
 // non-temporal stores, into a 64-byte-aligned output; both sides' drivers
-// must have kStream then), 1 thread, on
+// must stream then), 1 thread, on
 // x ~ N(0, 1), N(0, 2), N(0, 3) and tail-only U[-14, -4]. Rounds alternate
 // which side runs first, each timing follows an untimed warm-up call, and
 // time is the thread's CPU time: on a shared machine other jobs add time,

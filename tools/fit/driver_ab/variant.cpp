@@ -13,6 +13,9 @@ using namespace gelu::cpu::HWY_NAMESPACE;
 extern "C" void VARIANT_RUN(int op, size_t n, const float* dy, const float* x,
                             float* out) {
   const Streams<F32> s{dy, x, nullptr, out, nullptr, nullptr};
+  // Ops 6-11 stream (Streams::stream; older drivers took a kStream flag).
+  Streams<F32> st = s;
+  st.stream = true;
   switch (op) {
     case 0: return Row<GeluErfMath, F32, 0>(n, s);
     case 1: return Row<GeluTanhMath, F32, 0>(n, s);
@@ -23,12 +26,12 @@ extern "C" void VARIANT_RUN(int op, size_t n, const float* dy, const float* x,
     default: break;
   }
   switch (op) {  // 6-11: the same with non-temporal stores (main.cpp: STREAM=1)
-    case 6: Row<GeluErfMath, F32, kStream>(n, s); break;
-    case 7: Row<GeluTanhMath, F32, kStream>(n, s); break;
-    case 8: Row<GeluQuickMath, F32, kStream>(n, s); break;
-    case 9: Row<GeluErfMath, F32, kBackward | kStream>(n, s); break;
-    case 10: Row<GeluTanhMath, F32, kBackward | kStream>(n, s); break;
-    case 11: Row<GeluQuickMath, F32, kBackward | kStream>(n, s); break;
+    case 6: Row<GeluErfMath, F32, 0>(n, st); break;
+    case 7: Row<GeluTanhMath, F32, 0>(n, st); break;
+    case 8: Row<GeluQuickMath, F32, 0>(n, st); break;
+    case 9: Row<GeluErfMath, F32, kBackward>(n, st); break;
+    case 10: Row<GeluTanhMath, F32, kBackward>(n, st); break;
+    case 11: Row<GeluQuickMath, F32, kBackward>(n, st); break;
     default: return;
   }
   hwy::FlushStream();
