@@ -3,11 +3,15 @@
 # `make check`: the quick tier for the edit loop (no long sweeps, no
 # sanitizers). `make format` / `make format-check`: clang-format.
 BUILD ?= build
-JOBS ?= $(shell nproc)
+# One compile per core and per 2 GiB of available memory (scripts/jobs.sh).
+JOBS ?= $(shell bash scripts/jobs.sh)
 CMAKE_FLAGS ?=
-# In CI (CI=true in the environment) compiler warnings are errors.
+# In CI (CI=true in the environment) compiler warnings are errors, and every
+# compile's peak memory and time are logged (scripts/compile-meter.sh) for
+# scripts/check-build-bounds.sh, which `make test` runs last.
 GELU_WERROR ?= $(if $(filter true,$(CI)),ON,OFF)
-export GELU_WERROR
+GELU_MEASURE_COMPILES ?= $(if $(filter true,$(CI)),ON,OFF)
+export GELU_WERROR GELU_MEASURE_COMPILES
 
 .PHONY: all deps configure build run test test-unit check bench clean format format-check
 
@@ -18,7 +22,8 @@ deps:
 
 configure: deps
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
-	  -DGELU_WERROR=$(GELU_WERROR) $(CMAKE_FLAGS) >/dev/null
+	  -DGELU_WERROR=$(GELU_WERROR) -DGELU_MEASURE_COMPILES=$(GELU_MEASURE_COMPILES) \
+	  $(CMAKE_FLAGS) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -27,6 +32,7 @@ run: build
 	$(BUILD)/gelu-fusion report $(ARGS)
 
 test: test-unit test-packaging test-asan test-tsan test-fuzz
+	@bash scripts/check-build-bounds.sh $(BUILD) build-asan build-tsan build-fuzz
 
 test-unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)

@@ -44,7 +44,9 @@ class CMakeBuild(build_ext):
         if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
             subprocess.check_call(["cmake", "-S", ROOT, "-B", build_dir, "-G", "Ninja",
                                    "-DCMAKE_BUILD_TYPE=Release"])
-        jobs = os.environ.get("JOBS") or str(os.cpu_count() or 1)
+        # One compile per core and per 2 GiB of available memory.
+        jobs = os.environ.get("JOBS") or subprocess.check_output(
+            ["bash", os.path.join(ROOT, "scripts", "jobs.sh")], text=True).strip()
         subprocess.check_call(["cmake", "--build", build_dir, "-j", jobs,
                                "--target", "gelu_fusion_python"])
         built = os.path.join(build_dir, "python", "gelu_fusion")

@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ make            # build
+  ccache time                           # the edit loop; compile-meter.sh (CI)
   libhwy-dev                            # SIMD (Google Highway)
   libgtest-dev libbenchmark-dev         # tests, microbenchmarks
   libmpfr-dev                           # reference checks against MPFR

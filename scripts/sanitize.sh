@@ -19,7 +19,8 @@
 #                                   fails on any finding
 #
 # Environment: JOBS (build parallelism, default 2); GELU_WERROR (ON: warnings
-# are errors, as the Makefile sets in CI); TSAN_FILTER (a gtest filter for
+# are errors, as the Makefile sets in CI); GELU_MEASURE_COMPILES (ON: log
+# each compile's memory, scripts/check-build-bounds.sh); TSAN_FILTER (a gtest filter for
 # the TSan tests). The ASan run leaves out the tests labelled slow
 # (tests/CMakeLists.txt: the 2^24-pattern sweeps, ~3x slower under ASan and
 # run by the plain build anyway, and the MPFR check of the double reference,
@@ -38,7 +39,8 @@ configure() {  # dir, compiler, extra cmake args...
   shift 2
   CXX=$cxx cmake -S . -B "$dir" -G Ninja -DGELU_WITH_TORCH=OFF -DGELU_WITH_TOOLS=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo '-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g' \
-    "-DGELU_WERROR=${GELU_WERROR:-OFF}" "$@" >/dev/null
+    "-DGELU_WERROR=${GELU_WERROR:-OFF}" \
+    "-DGELU_MEASURE_COMPILES=${GELU_MEASURE_COMPILES:-OFF}" "$@" >/dev/null
 }
 
 case "$mode" in

@@ -80,8 +80,10 @@ static_libs=$(pkg-config --libs --static gelu_fusion)
 # (the kernels at -O3 for every SIMD target take minutes).
 step "4. add_subdirectory(<checkout>) (tests/consumer, Debug)"
 cmake -S tests/consumer -B "$work/consumer-subdir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-  -DGELU_FUSION_SOURCE_DIR="$repo" >/dev/null
+  -DGELU_FUSION_SOURCE_DIR="$repo" \
+  -DGELU_MEASURE_COMPILES="${GELU_MEASURE_COMPILES:-OFF}" >/dev/null
 cmake --build "$work/consumer-subdir" -j "$JOBS" >/dev/null
+bash scripts/check-build-bounds.sh "$work/consumer-subdir"
 "$work/consumer-subdir/consumer"
 "$work/consumer-subdir/consumer_static"
 
