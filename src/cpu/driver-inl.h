@@ -206,15 +206,43 @@ HWY_INLINE size_t StepLanes(DF df) {
   return 2 * hn::Lanes(df);
 }
 
+// A 16-bit storage's results at its overflow boundary. A result is an f32
+// value within 2^-16 (relative) of the exact one (the ForBf16F16 math's
+// 2^-17, plus the products' roundings); rounded to bf16/f16 directly, an f32
+// value just at or above the boundary would be inf where the exact result
+// is just below it, finite (double rounding). So results from the boundary
+// up to 2^-16 above it are stored as the largest finite value, within one
+// ulp of the exact result either way, and those further up as inf. Lanes
+// are only changed in the rare step that has such a result. Not needed
+// where a result cannot exceed its input (kFlags 0: gelu(x) of a stored x).
+inline constexpr float kOverflowBand = 1.0f + 0x1p-16f;
+template <class S, unsigned F, class DF>
+HWY_INLINE void BoundaryToFinite(DF df, hn::Vec<DF>& a, hn::Vec<DF>& b) {
+  if constexpr (sizeof(typename S::T) == 2 && F != 0) {
+    const auto boundary = hn::Set(df, S::kOverflowBoundary);
+    const auto over_a = hn::Ge(hn::Abs(a), boundary);
+    const auto over_b = hn::Ge(hn::Abs(b), boundary);
+    if (HWY_UNLIKELY(!hn::AllFalse(df, hn::Or(over_a, over_b)))) {
+      const auto band = hn::Set(df, S::kOverflowBoundary * kOverflowBand);
+      const auto largest = hn::Set(df, S::kLargestFinite);
+      a = hn::IfThenElse(hn::And(over_a, hn::Lt(hn::Abs(a), band)),
+                         hn::CopySign(largest, a), a);
+      b = hn::IfThenElse(hn::And(over_b, hn::Lt(hn::Abs(b), band)),
+                         hn::CopySign(largest, b), b);
+    }
+  }
+}
+
 // S::Store2 of a step's two result vectors at p, or when `stream` the same
 // bytes by non-temporal stores: a step's results are a whole number of
 // vectors' bytes in every storage (2N f32, or 2N 16-bit values: N u32), and
 // p is vector-aligned (the caller checked the output's alignment; steps are
 // 2N positions apart). The 16-bit storages round into an aligned stack copy
 // first, then stream it.
-template <class S, class DF>
+template <class S, unsigned F, class DF>
 HWY_INLINE void StoreOut(DF df, hn::Vec<DF> a, hn::Vec<DF> b, typename S::T* p,
                          bool stream) {
+  BoundaryToFinite<S, F>(df, a, b);
   if (!stream) {
     S::Store2(df, a, b, p);
   } else if constexpr (std::is_same_v<typename S::T, float>) {
@@ -430,9 +458,9 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
       if (!patch) return;
     }
   }
-  StoreOut<S>(df, outa, outb, s.out + i, s.stream);
-  if constexpr (kOut2) StoreOut<S>(df, out2a, out2b, s.out2 + i, s.stream);
-  if constexpr (kVal) StoreOut<S>(df, vala, valb, s.val + i, s.stream);
+  StoreOut<S, F>(df, outa, outb, s.out + i, s.stream);
+  if constexpr (kOut2) StoreOut<S, F>(df, out2a, out2b, s.out2 + i, s.stream);
+  if constexpr (kVal) StoreOut<S, F>(df, vala, valb, s.val + i, s.stream);
   if constexpr ((F & kAcc) != 0) {  // acc is null otherwise
     // Split pairs (kSplitPairs) land as even sums, then odd sums.
     Accumulate(df, outa, s.acc + i, s.acc_first);
@@ -470,7 +498,7 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
     auto outa = ExpandFrom(df, hn::LoadU(df, core), def.bits[k][0], def.x + used, used);
     auto outb = ExpandFrom(df, hn::LoadU(df, core + N), def.bits[k][1], def.x + used,
                            used);
-    StoreOut<S>(df, outa, outb, s.out + i, s.stream);
+    StoreOut<S, F>(df, outa, outb, s.out + i, s.stream);
     if constexpr (kOut2) {
       size_t used2 = at;
       const float* core2 = patch ? reinterpret_cast<const float*>(s.out2 + i)
@@ -479,7 +507,7 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
                                     def.x2 + used2, used2);
       const auto out2b = ExpandFrom(df, hn::LoadU(df, core2 + N), def.bits[k][1],
                                     def.x2 + used2, used2);
-      StoreOut<S>(df, out2a, out2b, s.out2 + i, s.stream);
+      StoreOut<S, F>(df, out2a, out2b, s.out2 + i, s.stream);
     }
     if constexpr (kVal) {
       size_t used3 = at;
@@ -489,7 +517,7 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
                                    def.dy + used3, used3);
       const auto valb = ExpandFrom(df, hn::LoadU(df, core3 + N), def.bits[k][1],
                                    def.dy + used3, used3);
-      StoreOut<S>(df, vala, valb, s.val + i, s.stream);
+      StoreOut<S, F>(df, vala, valb, s.val + i, s.stream);
     }
     if constexpr ((F & kAcc) != 0) {
       Accumulate(df, outa, s.acc + i, s.acc_first);

@@ -3,6 +3,7 @@
 // per SIMD target (kernel_unit.h); kernels_dispatch.cpp picks the target per
 // call.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -55,8 +56,35 @@ void ToF32(DType t, int64_t n, const void* in, float* out) {
   });
 }
 
+// A double sum to be stored as S (bf16/f16) at the format's overflow
+// boundary: rounded to f32 first, a sum just below the boundary would land
+// on it and round on to inf. Sums below the boundary, and up to 2^-20 above
+// it (the group sums' f32 error, within dbias's 2^-20 bound), are stored as
+// the largest finite value at most; sums further up stay as they are (inf).
+inline constexpr double kSumOverflowBand = 1.0 + 0x1p-20;
+template <class S>
+double FiniteBelowBoundary(double sum) {
+  if constexpr (sizeof(typename S::T) == 2) {
+    const double largest = S::kLargestFinite;
+    if (std::fabs(sum) < S::kOverflowBoundary * kSumOverflowBand)
+      return sum > largest ? largest : sum < -largest ? -largest : sum;
+  }
+  return sum;
+}
+template <class S, class DD>
+HWY_INLINE hn::Vec<DD> FiniteBelowBoundary(DD dd, hn::Vec<DD> sum) {
+  if constexpr (sizeof(typename S::T) == 2) {
+    const auto largest = hn::Set(dd, S::kLargestFinite);
+    const auto clamped = hn::Min(hn::Max(sum, hn::Neg(largest)), largest);
+    const auto band = hn::Set(dd, S::kOverflowBoundary * kSumOverflowBand);
+    return hn::IfThenElse(hn::Lt(hn::Abs(sum), band), clamped, sum);
+  }
+  return sum;
+}
+
 // out[j] = sum over b of in[b * n + j], added in b order in double, rounded
-// to f32 (as a cast), then to t.
+// to f32 (as a cast), then to t (FiniteBelowBoundary: no double rounding
+// into inf).
 void SumsTo(DType t, int64_t n, int64_t blocks, const double* in, void* out) {
   WithDType(t, [&](auto s) {
     using S = decltype(s);
@@ -73,6 +101,8 @@ void SumsTo(DType t, int64_t n, int64_t blocks, const double* in, void* out) {
         lo = hn::Add(lo, hn::LoadU(dd, in + b * n + i));
         hi = hn::Add(hi, hn::LoadU(dd, in + b * n + i + H));
       }
+      lo = FiniteBelowBoundary<S>(dd, lo);
+      hi = FiniteBelowBoundary<S>(dd, hi);
       S::Store(df, hn::Combine(df, hn::DemoteTo(dh, hi), hn::DemoteTo(dh, lo)), o + i);
     }
 #endif
@@ -84,7 +114,7 @@ void SumsTo(DType t, int64_t n, int64_t blocks, const double* in, void* out) {
       for (int64_t j = 0; j < r; ++j) {
         double sum = in[i + j];
         for (int64_t b = 1; b < blocks; ++b) sum += in[b * n + i + j];
-        rest[j] = static_cast<float>(sum);
+        rest[j] = static_cast<float>(FiniteBelowBoundary<S>(sum));
       }
       Convert<F32, S>(static_cast<size_t>(r), rest, o + i);
     }

@@ -61,6 +61,10 @@ struct F32 : Contiguous2<F32, float> {
 // bf16 storage (raw uint16_t bits): the upper half of an f32.
 struct BF16 {
   using T = uint16_t;
+  // The format's overflow boundary, as f32: its largest finite value plus
+  // half an ulp; f32 values from it up round to inf. (F16 has the same.)
+  static constexpr float kOverflowBoundary = 0x1.ffp127f;
+  static constexpr float kLargestFinite = 0x1.fep127f;
   template <class DF>
   static HWY_INLINE hn::Vec<DF> Load(DF df, const T* p) {
     const hn::RebindToUnsigned<DF> du;
@@ -173,6 +177,8 @@ struct BF16PairsAvx512Bf16 : BF16Pairs {
 // IEEE binary16 storage (raw uint16_t bits).
 struct F16 : Contiguous2<F16, uint16_t> {
   using T = uint16_t;
+  static constexpr float kOverflowBoundary = 65520.0f;  // 65504 + half an ulp
+  static constexpr float kLargestFinite = 65504.0f;
   // The kernels' load: F16C (vcvtph2ps) on AVX2 and better, exact except
   // that a signaling NaN comes back quiet. That never shows in a kernel's
   // results: every result is arithmetic on its inputs (no input is passed
