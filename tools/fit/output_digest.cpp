@@ -50,20 +50,13 @@ struct Buf {
 };
 
 float Value(std::mt19937& g, size_t i) {
-  static const float kSpecial[] = {0.0f,
-                                   -0.0f,
-                                   INFINITY,
-                                   -INFINITY,
-                                   NAN,
-                                   1e-40f,
-                                   -1e-40f,
-                                   3.875f,
-                                   -3.875f,
-                                   -9.0f,
-                                   1e4f,
-                                   -1e4f,
-                                   65504.0f,
-                                   std::numeric_limits<float>::max()};
+  static const float kSpecial[] = {0.0f,     -0.0f,
+                                   INFINITY, -INFINITY,
+                                   NAN,      1e-40f,
+                                   -1e-40f,  3.875f,
+                                   -3.875f,  -9.0f,
+                                   1e4f,     -1e4f,
+                                   65504.0f, std::numeric_limits<float>::max()};
   std::normal_distribution<float> n1(0.0f, 1.0f), n3(0.0f, 3.0f);
   std::uniform_real_distribution<float> tail(-14.0f, -4.0f);
   switch (i % 7) {
@@ -83,7 +76,8 @@ void Fill(DType t, void* p, size_t n, uint32_t seed) {
 
 struct Run {
   std::string prefix;
-  void Print(const std::string& what, std::initializer_list<std::pair<void*, size_t>> outs) {
+  void Print(const std::string& what,
+             std::initializer_list<std::pair<void*, size_t>> outs) {
     uint64_t h = 1469598103934665603ull;
     for (const auto& [p, bytes] : outs) h = Fnv(p, bytes, h);
     std::printf("%s %s %016llx\n", prefix.c_str(), what.c_str(),
@@ -125,9 +119,10 @@ void Rows(Run& run, Approx a, DType t) {
   struct Shape {
     int64_t rows, cols, stride;
   };
-  for (const Shape s : {Shape{5, 1, 1}, Shape{7, 3, 3}, Shape{9, 17, 17}, Shape{33, 63, 63},
-                        Shape{4, 64, 64}, Shape{3, 1025, 1025}, Shape{5, 100, 130},
-                        Shape{2, 2000, 2000}, Shape{1, 31, 31}, Shape{0, 8, 8}}) {
+  for (const Shape s :
+       {Shape{5, 1, 1}, Shape{7, 3, 3}, Shape{9, 17, 17}, Shape{33, 63, 63},
+        Shape{4, 64, 64}, Shape{3, 1025, 1025}, Shape{5, 100, 130},
+        Shape{2, 2000, 2000}, Shape{1, 31, 31}, Shape{0, 8, 8}}) {
     const size_t n = static_cast<size_t>(s.rows * s.stride), c = s.cols;
     for (int stream = 0; stream < 2; ++stream) {
       Buf x(t, n, 0), dy(t, n, 0), bias(t, c, 0), out(t, n, 0), val(t, n, 0);
@@ -210,8 +205,8 @@ int main() {
     for (int bf16_insn = 1; bf16_insn >= 0; --bf16_insn) {
       hwy::SetSupportedTargetsForTest(bit);
       cpu::g_allow_avx512_bf16.store(bf16_insn != 0);
-      const std::string target =
-          std::string(hwy::TargetName(bit)) + (bf16_insn ? "" : "-no-avx512bf16");
+      const std::string target = std::string(hwy::TargetName(bit)) +
+                                 (bf16_insn ? "" : "-no-avx512bf16");
       for (DType t : {DType::f32, DType::bf16, DType::f16}) {
         Run conv{target + " " + gelu::dtype_name(t)};
         Conversions(conv, t);
