@@ -13,7 +13,7 @@ the bytes torch.profiler's memory accounting still holds after the forward
 minus the output's. Step times: medians over interleaved rounds (variants in
 a shuffled order each round).
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/mlp_block_memory.py \
+    PYTHONPATH=build/python .venv/bin/python bench/mlp_block_memory.py \
         [--tokens 2048] [--threads 1] [--rounds 9] [--dtype f32|bf16]
 """
 import argparse

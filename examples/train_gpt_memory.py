@@ -8,7 +8,7 @@ loss curves (they agree to float rounding), the median step times
 Text: the GPL-3 licence that every Debian system ships
 (/usr/share/common-licenses/GPL-3, package base-files).
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/train_gpt_memory.py [--steps 200]
+    PYTHONPATH=build/python .venv/bin/python examples/train_gpt_memory.py [--steps 200]
 """
 import argparse
 import copy
