@@ -67,11 +67,11 @@ def save_memory(model):
 
 def kept_bytes(model, idx):
     """Bytes of the distinct non-Parameter storages autograd keeps."""
-    params = {p.storage().data_ptr() for p in model.parameters()}
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     kept = {}
 
     def pack(t):
-        kept.setdefault(t.storage().data_ptr(), t.storage().nbytes())
+        kept.setdefault(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):

@@ -174,7 +174,7 @@ def saved_storages(fn):
     kept = {}
 
     def pack(t):
-        kept.setdefault(t.storage().data_ptr(), t)
+        kept.setdefault(t.untyped_storage().data_ptr(), t)
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
@@ -210,7 +210,7 @@ def test_block_activation_bytes_measured():
 
     def activation_bytes(block):
         _, kept = saved_storages(lambda: block(x))
-        return sum(t.storage().nbytes() for t in kept if t.data_ptr() not in params)
+        return sum(t.untyped_storage().nbytes() for t in kept if t.data_ptr() not in params)
 
     torch_bytes = activation_bytes(lambda v: fc2(F.gelu(fc1(v))))
     fused_bytes = activation_bytes(gelu_fusion.GeluLinear(fc1, fc2))

@@ -36,7 +36,7 @@ def profiler_bytes(model, x):
                                 profile_memory=True) as prof:
         z = model(x)
     held = sum(e.self_cpu_memory_usage for e in prof.events())
-    return held - z.storage().nbytes()
+    return held - z.untyped_storage().nbytes()
 
 
 def measure(tokens, d, threads, steps):
