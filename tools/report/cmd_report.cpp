@@ -216,9 +216,9 @@ int run_report(const std::vector<std::string>& args) {
   const fs::path png = out_dir / "report.png";
   fs::remove(png);
   const char* py = std::getenv("GELU_PYTHON");
-  const std::string chart_cmd = "'" + std::string(py && *py ? py : GELU_PYTHON_DEFAULT) +
-                                "' '" +
-                                report_script("report_chart.py") + "' '" +
+  const std::string chart_cmd = "'" +
+                                std::string(py && *py ? py : GELU_PYTHON_DEFAULT) +
+                                "' '" + report_script("report_chart.py") + "' '" +
                                 json_file.string() + "' '" + png.string() + "'";
   std::fflush(stdout);
   if (std::system(chart_cmd.c_str()) == 0 && fs::exists(png)) {

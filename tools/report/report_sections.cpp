@@ -191,9 +191,9 @@ void fill_torch(const Settings& s, const TorchPeer& torch,
     std::optional<double> diff;
     if (torch.f_gelu_ns() && torch.ours_gelu_ns())
       diff = *torch.ours_gelu_ns() - *torch.f_gelu_ns();
-    r.overhead.push_back(
-        {"ours - PyTorch", "gelu_fusion.gelu(x) - F.gelu(x), medians of the same rounds",
-         diff, why});
+    r.overhead.push_back({"ours - PyTorch",
+                          "gelu_fusion.gelu(x) - F.gelu(x), medians of the same rounds",
+                          diff, why});
   }
 }
 

@@ -1,9 +1,11 @@
-// PyTorch as a peer, measured by report_torch.py (beside this file) in a subprocess of
-// the project's python (GELU_PYTHON_DEFAULT: CMake's GELU_PYTHON, the venv
-// with the pinned torch; the GELU_PYTHON environment variable overrides). Jobs are queued, the script runs once after our own sections
-// (never at the same time), and results are read back: accuracy outputs as
-// raw files measured here against the reference, times as medians that the
-// script measured with its own interleaving against a copy inside python.
+// PyTorch as a peer, measured by report_torch.py (beside this file) in a
+// subprocess of the project's python (GELU_PYTHON_DEFAULT: CMake's
+// GELU_PYTHON, the venv with the pinned torch; the GELU_PYTHON environment
+// variable overrides). Jobs are queued, the script runs once after our own
+// sections (never at the same time), and results are read back: accuracy
+// outputs as raw files measured here against the reference, times as medians
+// that the script measured with its own interleaving against a copy inside
+// python.
 #pragma once
 
 #include <map>
