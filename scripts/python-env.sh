@@ -19,7 +19,8 @@ if [ -x "$VENV/bin/python" ] && cmp -s "$req" "$stamp"; then
   exit 0
 fi
 
-echo "python-env: installing $(grep -Eo '^(torch|transformers)==[^ ]+' "$req" | tr '\n' ' ')and the test tools into $VENV (PyPI)" >&2
+pins=$(grep -Eo '^(torch|transformers)==[^ ]+' "$req" | tr '\n' ' ')
+echo "python-env: installing ${pins}and the test tools into $VENV (PyPI)" >&2
 [ -x "$VENV/bin/python" ] || /usr/bin/python3 -m venv "$VENV"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 "$VENV/bin/pip" install -q -r "$req"
