@@ -17,13 +17,18 @@ export GELU_WERROR GELU_MEASURE_COMPILES
 
 all: build
 
+# The project's Python (PyTorch 2.11 and the test tools from PyPI), made by
+# install-deps (scripts/python-env.sh); the build, pytest and the report use it.
+VENV ?= $(CURDIR)/.venv
+export VENV
+
 deps:
 	@bash scripts/install-deps.sh
 
 configure: deps
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
 	  -DGELU_WERROR=$(GELU_WERROR) -DGELU_MEASURE_COMPILES=$(GELU_MEASURE_COMPILES) \
-	  $(CMAKE_FLAGS) >/dev/null
+	  -DGELU_PYTHON=$(VENV)/bin/python $(CMAKE_FLAGS) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)

@@ -1,6 +1,7 @@
 """The gelu_fusion Python package, built by CMake.
 
-    /usr/bin/python3 -m venv --system-site-packages venv   # sees Debian's torch
+    /usr/bin/python3 -m venv venv
+    venv/bin/pip install torch==2.11.0 wheel                 # the PyTorch it builds for
     venv/bin/pip install --no-build-isolation .              # or: pip wheel ...
 
 CMake builds the extension (adapters/torch: the library's kernels and the
@@ -8,12 +9,16 @@ torch ops) in the build directory GELU_FUSION_BUILD_DIR, by default `build`,
 the one `make` uses: an existing one is reused as it is configured (after
 `make`, nothing is recompiled), a missing one is configured as `make` would.
 The package is then adapters/torch/gelu_fusion/*.py with the extension and
-_version.py that CMake wrote to <build>/python/gelu_fusion.
+_version.py that CMake wrote to <build>/python/gelu_fusion. A build
+directory configured here builds against the torch of the Python running
+pip (GELU_PYTHON); one that `make` configured, against the project's venv
+(.venv), which has the same pinned torch.
 """
 import os
 import re
 import shutil
 import subprocess
+import sys
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -43,7 +48,8 @@ class CMakeBuild(build_ext):
             os.environ.get("GELU_FUSION_BUILD_DIR") or os.path.join(ROOT, "build"))
         if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
             subprocess.check_call(["cmake", "-S", ROOT, "-B", build_dir, "-G", "Ninja",
-                                   "-DCMAKE_BUILD_TYPE=Release"])
+                                   "-DCMAKE_BUILD_TYPE=Release",
+                                   "-DGELU_PYTHON=" + sys.executable])
         # One compile per core and per 2 GiB of available memory.
         jobs = os.environ.get("JOBS") or subprocess.check_output(
             ["bash", os.path.join(ROOT, "scripts", "jobs.sh")], text=True).strip()

@@ -4,7 +4,7 @@ rounds, one thread), the share of the step the GELU takes in each
 (torch.profiler), and the time fuse itself takes on 12-layer GPT-2-style
 models.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/fuse_bench.py [--rounds N]
+    PYTHONPATH=build/python .venv/bin/python bench/fuse_bench.py [--rounds N]
 
 Figures, not tests: docs/performance.md quotes them with this command.
 """

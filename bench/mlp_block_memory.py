@@ -13,7 +13,7 @@ the bytes torch.profiler's memory accounting still holds after the forward
 minus the output's. Step times: medians over interleaved rounds (variants in
 a shuffled order each round).
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/mlp_block_memory.py \
+    PYTHONPATH=build/python .venv/bin/python bench/mlp_block_memory.py \
         [--tokens 2048] [--threads 1] [--rounds 9] [--dtype f32|bf16]
 """
 import argparse
@@ -51,12 +51,12 @@ def saved_bytes(block, x, params):
     kept = {}
 
     def pack(t):
-        kept.setdefault(t.storage().data_ptr(), t)
+        kept.setdefault(t.untyped_storage().data_ptr(), t)
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         z = block(x)
-    return sum(t.storage().nbytes() for p, t in kept.items() if p not in params), z
+    return sum(t.untyped_storage().nbytes() for p, t in kept.items() if p not in params), z
 
 
 def profiler_bytes(block, x):
@@ -66,7 +66,7 @@ def profiler_bytes(block, x):
                                 profile_memory=True) as prof:
         z = block(x)
     held = sum(e.self_cpu_memory_usage for e in prof.events())
-    return held - z.storage().nbytes(), z
+    return held - z.untyped_storage().nbytes(), z
 
 
 def step(block, x, dz):
@@ -85,7 +85,7 @@ def main():
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     fc1, fc2 = nn.Linear(a.d, 4 * a.d), nn.Linear(4 * a.d, a.d)
-    params = {p.storage().data_ptr() for p in (*fc1.parameters(), *fc2.parameters())}
+    params = {p.untyped_storage().data_ptr() for p in (*fc1.parameters(), *fc2.parameters())}
     x = torch.randn(a.tokens, a.d, requires_grad=True)
     dz = torch.randn(a.tokens, a.d)
     vs = variants(fc1, fc2)

@@ -8,7 +8,7 @@ loss curves (they agree to float rounding), the median step times
 Text: the GPL-3 licence that every Debian system ships
 (/usr/share/common-licenses/GPL-3, package base-files).
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/train_gpt_memory.py [--steps 200]
+    PYTHONPATH=build/python .venv/bin/python examples/train_gpt_memory.py [--steps 200]
 """
 import argparse
 import copy
@@ -67,11 +67,11 @@ def save_memory(model):
 
 def kept_bytes(model, idx):
     """Bytes of the distinct non-Parameter storages autograd keeps."""
-    params = {p.storage().data_ptr() for p in model.parameters()}
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     kept = {}
 
     def pack(t):
-        kept.setdefault(t.storage().data_ptr(), t.storage().nbytes())
+        kept.setdefault(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes())
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):

@@ -1,12 +1,12 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Train a Linear -> GELU -> Linear block on synthetic data twice, with
 torch.nn.GELU and with gelu_fusion (patched with fuse_bias=True), and print
 both loss curves, the median step time of each and, with --profile, the share
 of each step spent in GELU-related ops (torch.profiler).
 
-    PYTHONPATH=build/python /usr/bin/python3 examples/train_mlp.py
+    PYTHONPATH=build/python .venv/bin/python examples/train_mlp.py
     # the issue's benchmark: batch 4096, 1024 -> 4096 -> 1024, 1 and 2 threads
-    PYTHONPATH=build/python /usr/bin/python3 examples/train_mlp.py \\
+    PYTHONPATH=build/python .venv/bin/python examples/train_mlp.py \\
         --batch 4096 --dim 1024 --hidden 4096 --threads 1 2 --profile --overhead
 
 Both models start from the same weights and see the same batches; their

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gelu-fusion needs, once: silent and quick when
-# everything is already there. Idempotent; run as root (or with sudo).
+# Installs the Debian packages gelu-fusion needs, then the project's Python
+# virtualenv (.venv: PyTorch, transformers and the test tools from PyPI,
+# scripts/python-env.sh), once: silent and quick when everything is already
+# there. Idempotent; run as root (or with sudo).
 set -euo pipefail
 
 packages=(
@@ -13,11 +15,11 @@ packages=(
   clang-format                          # make format, make format-check (CI)
   libomp-dev                            # LLVM OpenMP + Archer, for TSan
   libdnnl-dev                           # oneDNN, a peer in the report
-  python3-torch libtorch-dev            # PyTorch adapter and peer
-  libopenblas0-openmp                   # a real BLAS for torch matmuls (examples/train_mlp.py)
-  python3-pytest python3-numpy python3-matplotlib python3-mpmath
+  python3-numpy python3-mpmath          # tools/fit/fit_gelu.py (by hand)
   pkgconf                               # pkg-config, for the packaging checks
-  python3-venv python3-pip python3-setuptools python3-wheel  # pip install .
+  # The virtualenv's interpreter (PyTorch, pytest, the report's peer:
+  # scripts/python-env.sh): venv, and the headers Inductor compiles against.
+  python3-venv python3-dev
 )
 
 missing=()
@@ -25,11 +27,13 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
     missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
 
-echo "install-deps: installing ${missing[*]}" >&2
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO=sudo
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+bash "$(dirname "$0")/python-env.sh"

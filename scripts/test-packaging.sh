@@ -8,16 +8,18 @@
 #      find_package(gelu_fusion CONFIG REQUIRED), shared and static
 #   3. the same main.cpp with plain g++ and pkg-config, shared and static
 #   4. tests/consumer with the checkout inside it (add_subdirectory)
-#   5. pip install --no-build-isolation . in a fresh --system-site-packages
-#      venv, pytest (tests/python) against it from outside the source tree;
-#      pip wheel, and that wheel installed in a second venv
+#   5. pip install --no-build-isolation . in a fresh venv that sees the
+#      project venv's PyTorch, pytest (tests/python) against it from outside
+#      the source tree; pip wheel, and that wheel installed in a second venv
 # Everything goes to a fresh temporary folder, removed at the end
-# (KEEP=1 keeps it). Environment: BUILD (default build), JOBS.
+# (KEEP=1 keeps it). Environment: BUILD (default build), JOBS, VENV (the
+# project's venv, default .venv: scripts/python-env.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 BUILD=${BUILD:-build}
 JOBS=${JOBS:-2}
+VENV=${VENV:-$repo/.venv}
 [ -f "$BUILD/CMakeCache.txt" ] || { echo "test-packaging: build $BUILD first (make build)" >&2; exit 1; }
 build=$(cd "$BUILD" && pwd)
 
@@ -88,24 +90,41 @@ bash scripts/check-build-bounds.sh "$work/consumer-subdir"
 "$work/consumer-subdir/consumer_static"
 
 # pip builds through CMake in $BUILD (setup.py), which is already built. No
-# index: every build dependency must come from Debian's packages.
-step "5. pip install --no-build-isolation . (venv --system-site-packages), pytest"
+# index: a user's venv has torch (pip install torch==2.11.0) before it
+# installs gelu_fusion; here a fresh venv sees the project venv's packages
+# (torch, pytest, wheel) through a .pth file instead of a second download
+# of PyTorch's GBs, and gelu_fusion installs into the fresh venv itself.
+# Never Debian's site-packages (no --system-site-packages): its torch is
+# not the one the extension is built for.
+fresh_venv() {
+  /usr/bin/python3 -m venv "$1"
+  "$1/bin/python" - "$VENV" <<'PY'
+import os, site, subprocess, sys
+parent = subprocess.check_output([os.path.join(sys.argv[1], "bin", "python"), "-c",
+                                  "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                 text=True).strip()
+with open(os.path.join(site.getsitepackages()[0], "project-venv.pth"), "w") as f:
+    f.write(parent + "\n")
+PY
+}
+step "5. pip install --no-build-isolation . (a fresh venv), pytest"
 export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 GELU_FUSION_BUILD_DIR=$build
-/usr/bin/python3 -m venv --system-site-packages "$work/venv"
+fresh_venv "$work/venv"
 "$work/venv/bin/pip" install -q --no-build-isolation .
 mkdir "$work/elsewhere"
 cd "$work/elsewhere"
 "$work/venv/bin/python" - <<'PY'
-import sys, gelu_fusion
+import sys, torch, gelu_fusion
 assert gelu_fusion.__file__.startswith(sys.prefix), gelu_fusion.__file__
-print("gelu_fusion", gelu_fusion.__version__, "from", gelu_fusion.__file__)
+print("gelu_fusion", gelu_fusion.__version__, "from", gelu_fusion.__file__,
+      "with torch", torch.__version__)
 PY
 "$work/venv/bin/python" -m pytest -q -p no:cacheprovider "$repo/tests/python"
 cd "$repo"
 
 step "5b. pip wheel --no-build-isolation ., installed in a second venv"
 "$work/venv/bin/pip" wheel -q --no-build-isolation --no-deps -w "$work/wheels" .
-/usr/bin/python3 -m venv --system-site-packages "$work/venv-wheel"
+fresh_venv "$work/venv-wheel"
 "$work/venv-wheel/bin/pip" install -q "$work"/wheels/gelu_fusion-*.whl
 cd "$work/elsewhere"
 "$work/venv-wheel/bin/python" - <<'PY'

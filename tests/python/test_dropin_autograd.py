@@ -1,6 +1,6 @@
 """Forward-mode AD, double backward and forward-over-reverse for every op
 and form, against float64 autograd of the same formula (conftest.ref_gelu):
-fwAD dual tensors, functorch.jvp / jacfwd / hessian, gradgrad and
+fwAD dual tensors, torch.func.jvp / jacfwd / hessian, gradgrad and
 fwgrad_bwgrad. First-order passes still run the fused kernels."""
 import warnings
 
@@ -11,7 +11,6 @@ import torch.autograd.forward_ad as fwAD
 import gelu_fusion
 from conftest import FORMS, inputs, ref_gelu
 
-functorch = pytest.importorskip("functorch")
 
 # op -> (ours, float64 reference, input shapes)
 OPS = {
@@ -80,23 +79,23 @@ def test_forward_ad_one_dual_input(op, which):
 
 
 @CASES
-def test_functorch_jvp_jacfwd_hessian(op, form):
+def test_torch_func_jvp_jacfwd_hessian(op, form):
     ours, ref, xs, ts = case(op, form)
-    _, t = functorch.jvp(ours, tuple(xs), tuple(ts))
-    _, t64 = functorch.jvp(ref, tuple(x.double() for x in xs),
-                           tuple(t.double() for t in ts))
+    _, t = torch.func.jvp(ours, tuple(xs), tuple(ts))
+    _, t64 = torch.func.jvp(ref, tuple(x.double() for x in xs),
+                            tuple(t.double() for t in ts))
     close(t, t64, TOL1)
     small = [x[:2] if x.dim() > 1 else x for x in xs]  # Jacobians stay small
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # vmap's per-sample fallback notice
         argnums = tuple(range(len(small)))
         for J, J64 in zip(
-                functorch.jacfwd(ours, argnums=argnums)(*small),
-                functorch.jacfwd(ref, argnums=argnums)(*[x.double() for x in small])):
+                torch.func.jacfwd(ours, argnums=argnums)(*small),
+                torch.func.jacfwd(ref, argnums=argnums)(*[x.double() for x in small])):
             close(J, J64, TOL1)
-        H = functorch.hessian(lambda x: ours(x, *small[1:]).sum())(small[0])
-        H64 = functorch.hessian(lambda x: ref(x, *[s.double() for s in small[1:]])
-                                .sum())(small[0].double())
+        H = torch.func.hessian(lambda x: ours(x, *small[1:]).sum())(small[0])
+        H64 = torch.func.hessian(lambda x: ref(x, *[s.double() for s in small[1:]])
+                                 .sum())(small[0].double())
         close(H, H64, TOL2)
 
 

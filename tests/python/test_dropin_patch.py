@@ -203,7 +203,22 @@ def test_double_meta_copy_pickle(fuse_bias):
     buf = io.BytesIO()
     torch.save(model, buf)
     buf.seek(0)
-    same_outputs(torch.load(buf), ref)
+    same_outputs(torch.load(buf, weights_only=False), ref)  # a whole model: pickled code
+    # The state_dict: tensors only, the original's keys (weights_only=True).
+    buf = io.BytesIO()
+    torch.save(model.state_dict(), buf)
+    buf.seek(0)
+    sd = torch.load(buf, weights_only=True)
+    assert list(sd) == list(ref.state_dict())
+    for patched in (False, True):  # into an unpatched and a patched model
+        fresh = mlp()
+        with torch.no_grad():
+            for p in fresh.parameters():
+                p.add_(1.0)
+        if patched:
+            gelu_fusion.patch(fresh, fuse_bias=True)
+        fresh.load_state_dict(sd)
+        same_outputs(fresh, ref)
     # Training after a conversion updates the Linear's bias that the
     # BiasGELU adds (they stay one tensor).
     d.zero_grad()

@@ -78,3 +78,26 @@ def test_errors_leave_no_graph_behind():
     with raises("bias_gelu"):
         gelu_fusion.bias_gelu(x, torch.zeros(5, requires_grad=True))
     assert x.grad is None
+
+
+def test_storage_resized_under_the_tensor():
+    """A tensor whose storage was resized smaller after it was made (FSDP
+    frees parameters so) raises instead of letting a kernel read or write
+    past the storage (PyTorch's own kernels crash on it)."""
+    ops = torch.ops.gelu_fusion
+    freed = torch.zeros(4, 6)
+    freed.untyped_storage().resize_(0)
+    with raises(r"gelu_fusion::gelu: x has shape \[4, 6\] and needs 96 bytes of its "
+                r"storage, which holds 0"):
+        gelu_fusion.gelu(freed)
+    short = torch.zeros(1 << 20)
+    short.untyped_storage().resize_(16)
+    with raises(r"bias_gelu: bias has shape \[1048576\] and needs 4194304 bytes"):
+        ops.bias_gelu(torch.zeros(2, 1 << 20), short)
+    with raises(r"gelu_fusion::gelu: out has shape \[1048576\] and needs"):
+        ops.gelu(torch.zeros(1 << 20), out=short)
+    # A strided view: its last element decides.
+    view = torch.zeros(8, 8)[:, ::2]
+    view.untyped_storage().resize_(4 * 60)
+    with raises(r"needs 252 bytes of its storage, which holds 240"):
+        ops.gelu(view)

@@ -87,14 +87,15 @@ def saved_bytes(fn, params):
     kept = {}
 
     def pack(t):
-        kept.setdefault(t.storage().data_ptr(), t)
+        kept.setdefault(t.untyped_storage().data_ptr(), t)
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         fn()
     ptrs = {p.data_ptr() for p in params}
-    ts = [t for t in kept.values() if t.storage().data_ptr() not in ptrs]
-    return sum(t.storage().nbytes() for t in ts), sorted(t.storage().size() for t in ts)
+    ts = [t for t in kept.values() if t.untyped_storage().data_ptr() not in ptrs]
+    return (sum(t.untyped_storage().nbytes() for t in ts),
+            sorted(t.untyped_storage().nbytes() // t.element_size() for t in ts))
 
 
 def grads(model, x, autocast=False):

@@ -178,12 +178,42 @@ def test_deepcopy_pickle_save(name):
         assert [(n, type(mod).__name__) for n, mod in copied.named_modules()] == types
         _same(copied, fused, x)
         assert all(p is not q for p, q in zip(copied.parameters(), fused.parameters()))
+    # The whole model is pickled code (a GraphModule, our modules): it loads
+    # with weights_only=False, for files you trust, as any nn.Module does;
+    # torch.load's default since PyTorch 2.6, weights_only=True, refuses it.
     buf = io.BytesIO()
     torch.save(fused, buf)
     buf.seek(0)
-    loaded = torch.load(buf)
+    loaded = torch.load(buf, weights_only=False)
     assert list(loaded.state_dict()) == keys
     _same(loaded, fused, x)
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match="weights_only"):
+        torch.load(buf)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_state_dict_round_trip_weights_only(name):
+    """A fused model's state_dict holds tensors only, under the original's
+    keys: saved, it loads with weights_only=True (torch.load's default) into
+    a fused or an unfused model of other weights, and an unfused model's
+    state_dict loads into a fused one; outputs then equal those of the
+    model of the same kind (fused or not) with the saved weights."""
+    ref, fused, x = pair(name)
+    other_seed = 5
+    targets = {"unfused": make(name, seed=other_seed)[0]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        targets["fused"] = gelu_fusion.fuse(make(name, seed=other_seed)[0])
+    for source in (fused, make(name)[0]):
+        buf = io.BytesIO()
+        torch.save(source.state_dict(), buf)
+        buf.seek(0)
+        sd = torch.load(buf, weights_only=True)
+        assert all(isinstance(v, torch.Tensor) for v in sd.values())
+        for target_name, target in targets.items():
+            target.load_state_dict(sd)
+            _same(target, fused if target_name == "fused" else ref, x)
 
 
 def _scripts(model, x):

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -214,8 +215,10 @@ int run_report(const std::vector<std::string>& args) {
   write(json_file, json(r));
   const fs::path png = out_dir / "report.png";
   fs::remove(png);
-  const std::string chart_cmd = "/usr/bin/python3 '" +
-                                report_script("report_chart.py") + "' '" +
+  const char* py = std::getenv("GELU_PYTHON");
+  const std::string chart_cmd = "'" +
+                                std::string(py && *py ? py : GELU_PYTHON_DEFAULT) +
+                                "' '" + report_script("report_chart.py") + "' '" +
                                 json_file.string() + "' '" + png.string() + "'";
   std::fflush(stdout);
   if (std::system(chart_cmd.c_str()) == 0 && fs::exists(png)) {

@@ -12,7 +12,7 @@ namespace gelu::report {
 
 std::string run_model_block(bool quick, const std::string& out_file) {
   const char* py = std::getenv("GELU_PYTHON");
-  const std::string python = py && *py ? py : "/usr/bin/python3";
+  const std::string python = py && *py ? py : GELU_PYTHON_DEFAULT;
   const char* pkg = std::getenv("GELU_PYTHON_PACKAGE_DIR");
   const std::string package = pkg && *pkg ? pkg : GELU_PYTHON_PACKAGE_DIR;
   const std::string script = report_script("report_model_block.py");

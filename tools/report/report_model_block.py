@@ -17,7 +17,7 @@ interleaved rounds (a shuffled variant order each round); the speed ratios
 are medians of the per-round ratios, so a slow round (other load on the
 machine) moves both sides of a ratio.
 
-    PYTHONPATH=build/python /usr/bin/python3 tools/report/report_model_block.py \
+    PYTHONPATH=build/python .venv/bin/python tools/report/report_model_block.py \
         [--steps 7] [--threads 1,2] [--tokens 2048] [--out section.md]
 
 Prints the section as markdown (and writes it to --out).
@@ -36,7 +36,7 @@ def profiler_bytes(model, x):
                                 profile_memory=True) as prof:
         z = model(x)
     held = sum(e.self_cpu_memory_usage for e in prof.events())
-    return held - z.storage().nbytes()
+    return held - z.untyped_storage().nbytes()
 
 
 def measure(tokens, d, threads, steps):
@@ -101,7 +101,7 @@ def section(tokens, d, thread_counts, steps):
            "allocated (torch.profiler memory events), less the output (the input is "
            "allocated before). Speed: the median of per-round time ratios against "
            "fuse(save_memory=False) (>1 is faster); bytes against PyTorch. "
-           "Re-measure: `PYTHONPATH=build/python /usr/bin/python3 "
+           "Re-measure: `PYTHONPATH=build/python .venv/bin/python "
            "tools/report/report_model_block.py`.", ""]
     out.append("| threads | variant | step ms (median) | min-max | speed x fuse_plain "
                "| activation MiB | bytes x pytorch |")

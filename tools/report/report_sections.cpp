@@ -180,6 +180,20 @@ void fill_torch(const Settings& s, const TorchPeer& torch,
     OverheadRow o{"PyTorch", "torch._C._nn.gelu(out=) from python, 1 f32 element",
                   torch.overhead_ns(), torch.note()};
     r.overhead.push_back(o);
+    // What a model's GELU call costs from python, ours against F.gelu in the
+    // same interleaved rounds (adapters/torch/bench/call_overhead.py has every
+    // op and form).
+    const std::string& why = torch.py_overhead_note();
+    r.overhead.push_back(
+        {"PyTorch", "F.gelu(x) from python, 1 f32 element", torch.f_gelu_ns(), why});
+    r.overhead.push_back({"ours", "gelu_fusion.gelu(x) from python, 1 f32 element",
+                          torch.ours_gelu_ns(), why});
+    std::optional<double> diff;
+    if (torch.f_gelu_ns() && torch.ours_gelu_ns())
+      diff = *torch.ours_gelu_ns() - *torch.f_gelu_ns();
+    r.overhead.push_back({"ours - PyTorch",
+                          "gelu_fusion.gelu(x) - F.gelu(x), medians of the same rounds",
+                          diff, why});
   }
 }
 

@@ -16,7 +16,7 @@ void write_raw(const std::string& path, const Buffer& b) {
 
 std::string python() {
   const char* p = std::getenv("GELU_PYTHON");
-  return p && *p ? p : "/usr/bin/python3";
+  return p && *p ? p : GELU_PYTHON_DEFAULT;
 }
 
 // build/python: the PyTorch adapter's package, when it is built.
@@ -135,6 +135,16 @@ bool TorchPeer::run() {
       std::string status;
       l >> status;
       if (status == "ok") overhead_ = read_stat(l).median;
+    }
+    if (kind == "ovhpy") {
+      std::string status;
+      l >> status;
+      if (status == "ok") {
+        f_gelu_ = read_stat(l).median;
+        ours_gelu_ = read_stat(l).median;
+      } else {
+        py_overhead_note_ = rest(l);
+      }
     }
   }
   note_.clear();

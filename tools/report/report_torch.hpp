@@ -1,9 +1,11 @@
-// PyTorch as a peer, measured by report_torch.py (beside this file) in a subprocess of
-// the system python (/usr/bin/python3 with python3-torch; GELU_PYTHON
-// overrides). Jobs are queued, the script runs once after our own sections
-// (never at the same time), and results are read back: accuracy outputs as
-// raw files measured here against the reference, times as medians that the
-// script measured with its own interleaving against a copy inside python.
+// PyTorch as a peer, measured by report_torch.py (beside this file) in a
+// subprocess of the project's python (GELU_PYTHON_DEFAULT: CMake's
+// GELU_PYTHON, the venv with the pinned torch; the GELU_PYTHON environment
+// variable overrides). Jobs are queued, the script runs once after our own
+// sections (never at the same time), and results are read back: accuracy
+// outputs as raw files measured here against the reference, times as medians
+// that the script measured with its own interleaving against a copy inside
+// python.
 #pragma once
 
 #include <map>
@@ -43,6 +45,13 @@ class TorchPeer {
   // dimension and inputs (ThroughputRow::cols, ::inputs).
   PeerTime throughput(const ThroughputRow&) const;
   std::optional<double> overhead_ns() const { return overhead_; }
+  // F.gelu(x) and gelu_fusion.gelu(x) from python on 1 element, timed in the
+  // same rounds; absent with py_overhead_note() when the adapter is missing.
+  std::optional<double> f_gelu_ns() const { return f_gelu_; }
+  std::optional<double> ours_gelu_ns() const { return ours_gelu_; }
+  const std::string& py_overhead_note() const {
+    return py_overhead_note_.empty() ? note_ : py_overhead_note_;
+  }
 
  private:
   std::string dir_, note_ = "not run", version_;
@@ -53,7 +62,8 @@ class TorchPeer {
                       std::string>,
            PeerTime>
       tp_;
-  std::optional<double> overhead_;
+  std::optional<double> overhead_, f_gelu_, ours_gelu_;
+  std::string py_overhead_note_;
 };
 
 }  // namespace gelu::report

@@ -12,7 +12,12 @@ REQUEST holds one job a line:
                                         with its SIGMA (report_common.hpp:
                                         x ~ N(0, SIGMA^2), b ~ N(0, 1); SIGMA 0:
                                         tail-only)
-  ovh                                   per-call overhead of a 1-element gelu
+  ovh                                   per-call overhead of a 1-element gelu:
+                                        "ovh ok FIGURES" for torch._C._nn.gelu(out=),
+                                        then "ovhpy ok F_GELU OURS" for
+                                        F.gelu(x) and gelu_fusion.gelu(x) in the
+                                        same interleaved rounds (what a model's
+                                        call costs), or "ovhpy na REASON"
 RESULT gets one line per job: "... ok FIGURES" or "... na REASON".
 With PACKAGE_DIR (build/python, where the adapter is built), a tp job also
 times our op there, called through its out= overload on the same inputs, in
@@ -286,6 +291,13 @@ def main():
             y = torch.empty(1)
             s = interleaved([lambda: gelu_out(x, approximate="none", out=y)], 5, 21, 50e6)
             results.append("ovh ok %s" % s[0])
+            if ours_ops is None:
+                results.append("ovhpy na adapter not built")
+                continue
+            import gelu_fusion
+            f_gelu, ours_gelu = torch.nn.functional.gelu, gelu_fusion.gelu
+            s = interleaved([lambda: f_gelu(x), lambda: ours_gelu(x)], 5, 41, 100e6)
+            results.append("ovhpy ok %s %s" % (s[0], s[1]))
     with open(out_path, "w") as f:
         f.write("\n".join(results) + "\n")
 

@@ -2,7 +2,7 @@
 torch.nn.functional.gelu on a tiny tensor (the kernel's time is negligible,
 so the difference is dispatch and argument checks).
 
-    PYTHONPATH=build/python /usr/bin/python3 adapters/torch/bench/call_overhead.py [NAME...]
+    PYTHONPATH=build/python .venv/bin/python adapters/torch/bench/call_overhead.py [NAME...]
 
 (NAME: substrings of the case names to run, e.g. 'tanh' or 'grad'.)
 

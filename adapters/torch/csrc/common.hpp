@@ -18,7 +18,32 @@
 
 namespace gelu_torch {
 
-// Checks that `t` is a strided CPU tensor of a dtype the library computes.
+// Checks that the elements of a strided CPU tensor `t` lie inside its
+// storage. A tensor keeps its sizes when its storage is resized under it
+// (`t.untyped_storage().resize_(0)`, as FSDP frees parameters): then its
+// data is null (the library reports that) or shorter than its elements, and
+// a kernel would read or write past it. PyTorch's own kernels do not check
+// this and crash; a few integer operations per tensor here.
+inline void check_storage(const char* op, const char* name, const at::Tensor& t) {
+  if (!t.has_storage()) return;
+  const int64_t n = t.numel();
+  if (n == 0) return;
+  // The last element's index in the storage (strides are never negative).
+  int64_t last = t.storage_offset();
+  if (t.is_contiguous()) {
+    last += n - 1;
+  } else {
+    for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+  }
+  const uint64_t need = static_cast<uint64_t>(last + 1) * t.itemsize();
+  const uint64_t have = t.storage().nbytes();
+  TORCH_CHECK(need <= have, "gelu_fusion::", op, ": ", name, " has shape ", t.sizes(),
+              " and needs ", need, " bytes of its storage, which holds ", have,
+              " (was the storage resized after the tensor was made?)");
+}
+
+// Checks that `t` is a strided CPU tensor of a dtype the library computes,
+// its elements inside its storage.
 inline gelu::DType dtype_of(const char* op, const char* name, const at::Tensor& t) {
   TORCH_CHECK(t.defined(), "gelu_fusion::", op, ": ", name,
               " is an undefined tensor, expected a CPU tensor");
@@ -26,6 +51,7 @@ inline gelu::DType dtype_of(const char* op, const char* name, const at::Tensor& 
               t.device(), ", expected a CPU tensor");
   TORCH_CHECK(t.layout() == at::kStrided, "gelu_fusion::", op, ": ", name,
               " has layout ", t.layout(), ", expected a strided (dense) tensor");
+  check_storage(op, name, t);
   switch (t.scalar_type()) {
     case at::kFloat: return gelu::DType::f32;
     case at::kBFloat16: return gelu::DType::bf16;
@@ -150,6 +176,7 @@ inline void check_out(const char* op, const char* name, const at::Tensor& out,
   TORCH_CHECK(out.scalar_type() == like.scalar_type(), "gelu_fusion::", op, ": ", name,
               " has dtype ", out.scalar_type(), ", expected ", like.scalar_type(),
               " (the dtype this op writes there)");
+  check_storage(op, name, out);
 }
 
 // The tensor a kernel writes for the out= argument `out` of `sizes`: out

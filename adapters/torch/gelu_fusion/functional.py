@@ -10,7 +10,7 @@ broadcasts as ``a + b`` does. Outputs keep the layout of a dense input
 (transposed, channels_last) as F.gelu's do.
 
 Autograd: backward, double backward and forward-mode AD (fwAD dual tensors,
-functorch.jvp / jacfwd / hessian) for every op; see csrc/autograd.cpp.
+torch.func.jvp / jacfwd / hessian) for every op; see csrc/autograd.cpp.
 
 In eager mode the fast path calls the ops' C++ entry points directly,
 skipping the torch.ops attribute lookups, and passes no keyword argument

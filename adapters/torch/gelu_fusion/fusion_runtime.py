@@ -149,7 +149,7 @@ def _keeps_input(h: Tensor, w2: Tensor) -> bool:
         return False
     if not (_on_kernel(h) and w2.is_cpu and h.dim() >= 1):
         return False
-    return w2.dtype == h.dtype or torch.is_autocast_cpu_enabled()
+    return w2.dtype == h.dtype or torch.is_autocast_enabled("cpu")
 
 
 @torch.jit.unused

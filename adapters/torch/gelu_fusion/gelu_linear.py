@@ -170,12 +170,12 @@ def _apply(h, bias1, weight2, bias2, approximate, gated):
             raise RuntimeError(f"gelu_fusion.bias_gelu_linear: bias1 has shape "
                                f"{list(bias1.shape)}, expected [{h.shape[-1]}]")
         return F.linear(_composed_value(h, bias1, approximate, gated), weight2, bias2)
-    if torch.is_autocast_cpu_enabled():
+    if torch.is_autocast_enabled("cpu"):
         # As autocast runs the unfused modules: the matmul in the autocast
         # dtype, the GELU in its input's dtype (h is the first Linear's
         # autocast output). The casts stay outside the node so their
         # gradients flow back to the f32 Parameters.
-        t = torch.get_autocast_cpu_dtype()
+        t = torch.get_autocast_dtype("cpu")
         cast = lambda v: None if v is None else v.to(t)  # noqa: E731
         with torch.autocast("cpu", enabled=False):
             return _ActivationLinear.apply(cast(h), cast(bias1), cast(weight2),
