@@ -15,6 +15,7 @@
 
 #include "gelu/gelu.hpp"
 #include "kernels_test_support.hpp"
+#include "ref/convert.hpp"
 #include "ref/gelu_ref.hpp"
 #include "test_support.hpp"
 
@@ -327,6 +328,45 @@ TEST_P(OverflowBoundary, ResultOnTheBoundaryInF32) {
       bias_gelu_backward(bdy.cref(), bx.cref(), bb.cref(), bdx.ref(), bdb.ref(), o);
       for (int64_t j = 0; j < 64; ++j)
         EXPECT_EQ(bdb.get(j), j % 2 ? -e.largest : e.largest) << "dbias[" << j << "]";
+    }
+  }
+}
+
+// dbias sums the f32 dx, not the stored one: a dx just past f16's boundary
+// (within its 2^-16 band) is stored as the largest finite value, while
+// dbias, whose band is 2^-20, is inf.
+TEST_P(OverflowBoundary, DbiasSumsTheUnroundedResults) {
+  const double lo = 65520.0 * (1 + 0x1p-18), hi = 65520.0 * (1 + 0x1p-17);
+  for (Approx a : testing::kForms) {
+    SCOPED_TRACE(approx_name(a));
+    constexpr int64_t kCols = 64;
+    Buffer dy(DType::f16, {1, kCols}), x(DType::f16, {1, kCols}),
+        bias(DType::f16, {kCols});
+    Buffer dx(DType::f16, {1, kCols}), db(DType::f16, {kCols});
+    // f16 pre-activations in [0.5, 3] (gelu' > 1 near 1.4) and dy in
+    // [2^15 * 1.75, max], the pairs whose dx lands in [lo, hi], repeated
+    // over the row.
+    std::vector<std::pair<float, float>> pairs;
+    for (uint32_t hx = 0x3800; hx <= 0x4200; ++hx) {
+      const float xv = f16_to_f32(static_cast<uint16_t>(hx));
+      const double grad = ref::gelu_bwd(a, xv);
+      for (uint32_t hd = 0x7b00; hd <= 0x7bff; ++hd) {
+        const float d = f16_to_f32(static_cast<uint16_t>(hd));
+        if (d * grad >= lo && d * grad <= hi) pairs.emplace_back(d, xv);
+      }
+    }
+    ASSERT_GE(pairs.size(), 4u)
+        << "f16 pairs with dy * gelu'(x) in [" << lo << ", " << hi << "]";
+    for (int64_t j = 0; j < kCols; ++j) {
+      dy.set(j, pairs[j % pairs.size()].first);
+      x.set(j, pairs[j % pairs.size()].second);
+    }
+    for (int64_t j = 0; j < kCols; ++j) bias.set(j, 0.0f);
+    bias_gelu_backward(dy.cref(), x.cref(), bias.cref(), dx.ref(), db.ref(),
+                       {.approximate = a});
+    for (int64_t j = 0; j < kCols; ++j) {
+      EXPECT_EQ(dx.get(j), 65504.0f) << "dx[" << j << "]";
+      EXPECT_TRUE(std::isinf(db.get(j))) << "dbias[" << j << "]: " << db.get(j);
     }
   }
 }

@@ -462,8 +462,12 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
   // check is for the other results (and every result of FinishDeferred).
   constexpr bool kOutCoreBounded = (F & (kGated | kBackward)) == 0;
   constexpr bool kValCoreBounded = (F & kGated) == 0;
-  if (!(kOutCoreBounded && core)) BoundaryToFinite<S, F>(df, outa, outb);
-  StoreOut<S>(df, outa, outb, s.out + i, s.stream);
+  {
+    // Copies: dbias (kAcc) sums the f32 results, not the stored ones.
+    auto sa = outa, sb = outb;
+    if (!(kOutCoreBounded && core)) BoundaryToFinite<S, F>(df, sa, sb);
+    StoreOut<S>(df, sa, sb, s.out + i, s.stream);
+  }
   if constexpr (kOut2) {
     BoundaryToFinite<S, F>(df, out2a, out2b);
     StoreOut<S>(df, out2a, out2b, s.out2 + i, s.stream);
@@ -506,11 +510,13 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
     const size_t at = used;
     const bool patch = PatchOutputs<S, F>(s);
     const float* core = patch ? reinterpret_cast<const float*>(s.out + i) : def.out[k];
-    auto outa = ExpandFrom(df, hn::LoadU(df, core), def.bits[k][0], def.x + used, used);
+    const auto outa = ExpandFrom(df, hn::LoadU(df, core), def.bits[k][0], def.x + used,
+                                 used);
     auto outb = ExpandFrom(df, hn::LoadU(df, core + N), def.bits[k][1], def.x + used,
                            used);
-    BoundaryToFinite<S, F>(df, outa, outb);
-    StoreOut<S>(df, outa, outb, s.out + i, s.stream);
+    auto sa = outa, sb = outb;  // dbias sums outa, outb (Step says why)
+    BoundaryToFinite<S, F>(df, sa, sb);
+    StoreOut<S>(df, sa, sb, s.out + i, s.stream);
     if constexpr (kOut2) {
       size_t used2 = at;
       const float* core2 = patch ? reinterpret_cast<const float*>(s.out2 + i)
