@@ -5,11 +5,11 @@
 #
 #   scripts/sanitize.sh asan        unit tests under AddressSanitizer + UBSan
 #                                   (clang + LLVM libomp; build-asan). Not g++:
-#                                   its -O1 -g ASan+UBSan build of
-#                                   src/cpu/kernels_rows.cpp (the forced-inline
-#                                   kernel drivers) ran over 30 minutes on 2
-#                                   cores; clang builds and runs this mode in
-#                                   about 9 minutes
+#                                   its -O1 -g ASan+UBSan build of the
+#                                   forced-inline kernel drivers (then one
+#                                   file of row kernels) ran over 30 minutes
+#                                   on 2 cores; clang is several times faster
+#                                   here (docs/build.md)
 #   scripts/sanitize.sh tsan        the threaded tests under ThreadSanitizer
 #                                   (clang + LLVM libomp with its Archer tool,
 #                                   which tells TSan about OpenMP's
