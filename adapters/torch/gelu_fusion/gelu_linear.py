@@ -130,11 +130,12 @@ class _ActivationLinear(torch.autograd.Function):
                 # would fault inside the kernel (bench/fuse_bench.py
                 # --backward-alone).
                 y = scratch = workspace.take(h.shape, h)
+                dh = dy  # written in place; the op returns what it did not write
                 if bias1 is None:
-                    dh = _ops.gelu_backward_and_value.grad_x_out(dy, h, approximate=a,
-                                                                 grad_x=dy, y=y)
+                    _ops.gelu_backward_and_value.grad_x_out(dy, h, approximate=a,
+                                                            grad_x=dy, y=y)
                 else:
-                    dh, db1 = _ops.bias_gelu_backward_and_value.grad_x_out(
+                    db1 = _ops.bias_gelu_backward_and_value.grad_x_out(
                         dy, h, bias1, approximate=a, grad_x=dy, y=y)
             elif dy.dtype == h.dtype and dy.is_contiguous():
                 # geglu's dh is twice dY's size, so not in place: y is written
