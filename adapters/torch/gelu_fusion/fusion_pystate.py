@@ -113,13 +113,38 @@ class Watch:
 
     def __enter__(self):
         self._before = {id(m): (m, _writable(m)) for m in self.root.modules()}
+        self._values = {id(m): dict(m.__dict__) for m in self.root.modules()}
         self._old = sys.getprofile()
         sys.setprofile(self._profile)
         return self
 
     def __exit__(self, kind, value, tb):
         sys.setprofile(self._old)
+        self.writes = self._undo_writes()
         return False
+
+    def _undo_writes(self) -> List[str]:
+        """Puts back the attributes the traced forward set (a trace must
+        leave the model as it was); returns 'Class.name' of each."""
+        from .fusion_guard import _MODULE_INTERNALS
+        out = []
+        for m, _ in self._before.values():
+            old = self._values[id(m)]
+            for k in list(m.__dict__):
+                if k in _MODULE_INTERNALS or k.startswith("_tensor_constant"):
+                    continue
+                if k not in old:
+                    del m.__dict__[k]
+                elif m.__dict__[k] is not old[k]:
+                    m.__dict__[k] = old[k]
+                else:
+                    continue
+                out.append(f"{type(m).__name__}.{k}")
+            for k in old:
+                if k not in m.__dict__:
+                    m.__dict__[k] = old[k]
+                    out.append(f"{type(m).__name__}.{k}")
+        return out
 
     def check(self, graph: torch.fx.Graph, constants) -> None:
         """Raises PythonState for what the trace (that gave `graph`) saw."""
@@ -130,16 +155,17 @@ class Watch:
             fn = sorted(self.torch_random - drawn, key=str)[0]
             raise PythonState(f"forward draws torch.{fn.__name__} outside the "
                               "graph; a trace would fix its outcome")
+        if self.writes:
+            raise PythonState(f"forward sets {self.writes[0]}; a trace would do "
+                              "it once, at fuse time")
         for m, attrs in self._before.values():
             now = _writable(m)
             for k in constants:
                 now.pop(k, None)
-            if now != attrs:
-                changed = sorted(k for k in set(now) | set(attrs)
-                                 if now.get(k) != attrs.get(k))
-                raise PythonState(f"forward sets {type(m).__name__}."
-                                  f"{changed[0] if changed else '?'}; a trace "
-                                  "would do it once, at fuse time")
+            if now != attrs:  # changed in place (a list appended to)
+                raise PythonState(f"forward changes an attribute of "
+                                  f"{type(m).__name__}; a trace would do it once, "
+                                  "at fuse time")
 
     def global_reads(self) -> List[Tuple[dict, str]]:
         """(globals, name) of every global variable (not a module, function
