@@ -147,6 +147,7 @@ def test_attribute_changed_after_fuse():
     ref.scale = fused.scale = 3.0
     assert_same_step(ref, fused, X)
     assert "attribute changed" in installed(fused).why_unfused()
+    assert "attribute changed" in gelu_fusion.explain(fused, print_table=False).table()
     gelu_fusion.fuse(fused)  # fusing again takes the new value in
     assert runs_fused(fused)
     assert_same_step(ref, fused, X)
@@ -190,14 +191,14 @@ def test_hooks_on_gelu_before_fuse_fire():
     seen = {"ref": 0, "fused": 0}
     model = MLP()
     ref, fused = pair(model)
+    def hook(name):
+        return lambda mod, i, o: seen.__setitem__(name, seen[name] + 1) or o * 2
     for name, m in (("ref", ref), ("fused", fused)):
-        m.act.register_forward_hook(
-            lambda mod, i, o, name=name: seen.__setitem__(name, seen[name] + 1) or o * 2)
+        m.act.register_forward_hook(hook(name))
     assert_same_step(ref, fused, X)
     assert seen["fused"] == seen["ref"] > 0
     # Hooked before fuse: left unfused, and explain says so.
-    model.act.register_forward_hook(
-        lambda mod, i, o: seen.__setitem__("ref", seen["ref"] + 1) or o * 2)
+    model.act.register_forward_hook(hook("ref"))
     report = gelu_fusion.explain(model, print_table=False)
     assert report.sites[0].result == "unchanged" and "hooks" in report.sites[0].reason
     hooked = gelu_fusion.fuse(copy.deepcopy(model))

@@ -77,6 +77,10 @@ class _Run:
             return self.fused_already(m, done, path)
         if done is not None and self.apply:
             uninstall(m)  # changed since: fused again from its code now
+        elif done is not None and not done.pending:
+            self.report.untraced.append((path, "runs its own forward now: "
+                                         f"{done.why_unfused()}; fuse(model) "
+                                         "again fuses it as it is now"))
         try:
             traced = trace(m)
         except Untraceable as e:

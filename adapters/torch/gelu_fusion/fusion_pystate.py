@@ -107,7 +107,8 @@ class Watch:
             if what is not None:
                 self.found.append(what)
             elif _is_python_random(arg):
-                self.found.append(f"Python randomness ({getattr(arg, '__name__', arg)})")
+                name = getattr(arg, "__name__", arg)
+                self.found.append(f"Python randomness ({name})")
             elif arg in _TORCH_RANDOM and _user_file(frame.f_code.co_filename):
                 self.torch_random.add(arg)
 

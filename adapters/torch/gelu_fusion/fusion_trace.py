@@ -23,7 +23,7 @@ import dis
 import inspect
 import os
 import sys
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
 import torch
 import torch.fx
