@@ -88,11 +88,14 @@ std::string Surface::schema() const {
   s << qualified() << "(";
   for (size_t k = 0; k < inputs.size(); ++k)
     s << (k ? ", " : "") << "Tensor " << torch_name(op->tensors[inputs[k]]);
-  s << ", *";
+  // The attributes may also come positionally, which the Python binding
+  // parses faster than a keyword (bench/call_overhead.py): the functions'
+  // eager calls pass them so. Written arguments are keyword-only, as aten's.
   for (const auto* a : attrs_of(*op))
     s << ", " << a->type << " " << a->name << "=" << a->default_value;
   // A one-output out= variant names its argument `out`, as aten's do.
   const bool plain_out = variant == Variant::out && outputs.size() == 1;
+  if (!given.empty()) s << ", *";
   for (size_t k = 0; k < given.size(); ++k)
     s << ", Tensor" << alias(k) << " "
       << (plain_out ? "out" : torch_name(op->tensors[given[k]]));

@@ -132,9 +132,11 @@ def _new_result(decl: dict, spec: dict, tensors: Dict[str, torch.Tensor]):
 def _make_fake(decl: dict, overload):
     schema = overload._schema
     op = schema.name.split("::")[1]
-    args = [a for a in schema.arguments]
-    inputs = [a.name for a in args if not a.kwarg_only]
+    args = list(schema.arguments)
     written = [a.name for a in args if a.alias_info is not None and a.alias_info.is_write]
+    inputs = [a.name for a in args
+              if isinstance(a.type, torch.TensorType) and a.name not in written]
+    defaults = {a.name: a.default_value for a in args if a.has_default_value()}
     outputs = {t["torch_name"]: t for t in decl["tensors"] if t["output"]}
     required = [n for n, t in outputs.items() if not t["optional"]]
     # The one out= argument of a one-result op is named `out`.
@@ -146,8 +148,12 @@ def _make_fake(decl: dict, overload):
     exact = overload._overloadname in ("grad_x_out",) or (
         op.endswith("_and_value") and overload._overloadname == "out")
 
-    def fake(*a, **kwargs):
-        tensors = dict(zip(inputs, a))
+    def fake(*a, **kw):
+        # Every argument by name, as the schema binds them.
+        kwargs = dict(defaults)
+        kwargs.update(zip((x.name for x in args), a))
+        kwargs.update(kw)
+        tensors = {n: kwargs[n] for n in inputs}
         for n in inputs:
             _check_input(op, n, tensors[n])
         _check_attrs(op, decl, kwargs)

@@ -133,7 +133,7 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
             and x.layout is _STRIDED):
         if _compiling():
             return _GELU(x, approximate=approximate)
-        return _gelu(x, approximate=approximate)
+        return _gelu(x, approximate)
     return _gelu_other(x, approximate)
 
 
@@ -161,7 +161,7 @@ def bias_gelu(x: Tensor, bias: Tensor, approximate: str = "none") -> Tensor:
             and x.is_cpu and x.layout is _STRIDED):
         if _compiling():
             return _BIAS_GELU(x, bias, approximate=approximate)
-        return _bias_gelu(x, bias, approximate=approximate)
+        return _bias_gelu(x, bias, approximate)
     return _bias_gelu_other(x, bias, approximate)
 
 
@@ -196,7 +196,7 @@ def add_gelu(a: Tensor, b: Tensor, approximate: str = "none") -> Tensor:
             and a.shape == b.shape):
         if _compiling():
             return _ADD_GELU(a, b, approximate=approximate)
-        return _add_gelu(a, b, approximate=approximate)
+        return _add_gelu(a, b, approximate)
     return _add_gelu_other(a, b, approximate)
 
 
@@ -257,7 +257,7 @@ def geglu(x: Tensor, approximate: str = "none", gelu_half: str = "first") -> Ten
             and x.layout is _STRIDED):
         if _compiling():
             return _GEGLU(x, approximate=approximate, gelu_half=gelu_half)
-        return _geglu(x, approximate=approximate, gelu_half=gelu_half)
+        return _geglu(x, approximate, gelu_half)
     return _geglu_other(x, approximate, gelu_half)
 
 
