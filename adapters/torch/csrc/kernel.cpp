@@ -40,7 +40,9 @@ const Surface& surface_of(const c10::OperatorHandle& op) {
 namespace {
 
 // Tensors of this shape rule have the primary's shape (and layout).
-bool primary_shaped(ShapeRule r) { return r == ShapeRule::primary || r == ShapeRule::same; }
+bool primary_shaped(ShapeRule r) {
+  return r == ShapeRule::primary || r == ShapeRule::same;
+}
 
 gelu::DType gelu_dtype(at::ScalarType t) {
   return t == at::kBFloat16 ? gelu::DType::bf16
@@ -99,8 +101,8 @@ void run_kernel(const Backend& b, const Surface& s, torch::jit::Stack* stack) {
   std::array<Tensor, kMaxTensors> t;
   for (size_t k = 0; k < n_in; ++k) {
     const Tensor& x = in[k];
-    t[s.inputs[k]] =
-        primary_shaped(d.tensors[s.inputs[k]].shape) ? lay.in(x) : x.contiguous();
+    t[s.inputs[k]] = primary_shaped(d.tensors[s.inputs[k]].shape) ? lay.in(x)
+                                                                  : x.contiguous();
   }
   const std::vector<int64_t> pshape(t[d.primary()].sizes().begin(),
                                     t[d.primary()].sizes().end());
@@ -130,10 +132,11 @@ void run_kernel(const Backend& b, const Surface& s, torch::jit::Stack* stack) {
     if (exact_out) {
       // Written in place, never resized: y (or grad_x) may be grad_output
       // itself, which the library allows for an output of its shape.
-      TORCH_CHECK(given[i].sizes() == at::IntArrayRef(shape) && given[i].is_contiguous(),
-                  "gelu_fusion::", op, ": ", name, " has shape ", given[i].sizes(),
-                  (given[i].is_contiguous() ? "" : " (not contiguous)"),
-                  ", expected a contiguous tensor of shape ", at::IntArrayRef(shape));
+      TORCH_CHECK(
+          given[i].sizes() == at::IntArrayRef(shape) && given[i].is_contiguous(),
+          "gelu_fusion::", op, ": ", name, " has shape ", given[i].sizes(),
+          (given[i].is_contiguous() ? "" : " (not contiguous)"),
+          ", expected a contiguous tensor of shape ", at::IntArrayRef(shape));
       t[i] = given[i];
     } else {
       // out keeps its own layout (as aten's out= variants): a result
@@ -172,7 +175,8 @@ void no_backend_kernel(const c10::OperatorHandle& handle, c10::DispatchKeySet,
   const auto name = [&](size_t k) {
     if (k < s.inputs.size()) return torch_name(d.tensors[s.inputs[k]]);
     const bool one_out = s.variant == Variant::out && s.outputs.size() == 1;
-    return one_out ? "out" : torch_name(d.tensors[s.given[k - s.inputs.size() - n_attr]]);
+    return one_out ? "out"
+                   : torch_name(d.tensors[s.given[k - s.inputs.size() - n_attr]]);
   };
   for (size_t k = 0; k < n_args; ++k) {
     if (!args[k].isTensor()) continue;

@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include "autograd.hpp"
+#include "form_ops.hpp"
 #include "kernel.hpp"
 
 namespace gelu_torch {
@@ -42,6 +43,12 @@ TORCH_LIBRARY(gelu_fusion, m) {
   m.def("_set_poison_outputs(bool on) -> bool", &set_poison_outputs);
   m.def("simd_target() -> str", &simd_target);
   m.def("_op_table() -> str", &op_table);
+  // The Python functions' eager entry points, one per op and form.
+  define_form_ops(m);
+}
+
+TORCH_LIBRARY_IMPL(gelu_fusion, CompositeImplicitAutograd, m) {
+  gelu_torch::register_form_ops(m);
 }
 
 TORCH_LIBRARY_IMPL(gelu_fusion, CPU, m) {
