@@ -6,6 +6,7 @@ Each test compiles with backend(inner) where inner records the graph the
 backend hands on, then runs aot_eager (fast); one test runs Inductor (slow).
 """
 import copy
+import functools
 
 import pytest
 import torch
@@ -290,3 +291,59 @@ def test_inductor_trains_as_eager():
     torch.testing.assert_close(losses, want_losses, rtol=RTOL, atol=0)
     for g, w in zip(grads, want_grads):
         torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5)
+
+
+def _save_matmuls(ctx, op, *args, **kwargs):
+    """Selective activation checkpointing's policy: matmuls saved,
+    everything else (our ops included) recomputed."""
+    if op in (torch.ops.aten.mm.default, torch.ops.aten.addmm.default):
+        return checkpoint.CheckpointPolicy.MUST_SAVE
+    return checkpoint.CheckpointPolicy.PREFER_RECOMPUTE
+
+
+class SelectivelyCheckpointed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mlp = MLP()
+
+    def forward(self, x):
+        return checkpoint.checkpoint(
+            self.mlp, x, use_reentrant=False,
+            context_fn=functools.partial(checkpoint.create_selective_checkpoint_contexts,
+                                         _save_matmuls))
+
+
+def test_composes_with_selective_checkpoint():
+    rec = Recorder()
+    assert_trains_as_eager(SelectivelyCheckpointed(), rec, x=torch.randn(6, 16))
+    assert rec.fused() == ["linear_bias_gelu_linear"]
+    assert rec.pytorch_gelus() == []
+
+
+@pytest.mark.parametrize("make", [MLP, GeGLU, Layer])
+def test_export_of_a_fused_model(make):
+    """torch.export of a model after fuse: it exports what the model
+    computes (the model's own code; export takes no backend) and the
+    exported program gives the unfused model's results."""
+    torch.manual_seed(0)
+    model = make()
+    ref = copy.deepcopy(model)
+    fused = gelu_fusion.fuse(model)
+    x = _input(model)
+    ep = torch.export.export(fused, (x,))
+    torch.testing.assert_close(ep.module()(x), ref(x), rtol=RTOL, atol=1e-6)
+
+
+def test_selective_checkpoint_of_a_fused_model_in_eager():
+    """The same policy without compile, around a model fused by fuse (the
+    memory-saving node and our ops run under the checkpoint's modes)."""
+    torch.manual_seed(0)
+    model = SelectivelyCheckpointed()
+    ref = copy.deepcopy(model)
+    x = torch.randn(6, 16)
+    want_losses, want_grads = train(ref, ref, x)
+    gelu_fusion.fuse(model.mlp)
+    losses, grads = train(model, model, x)
+    torch.testing.assert_close(losses, want_losses, rtol=RTOL, atol=0)
+    for g, w in zip(grads, want_grads):
+        torch.testing.assert_close(g, w, rtol=RTOL, atol=1e-6)
