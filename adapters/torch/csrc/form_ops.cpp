@@ -115,6 +115,9 @@ Tensor composed(const FormOp& f, const std::vector<Tensor>& in) {
 struct Entry {
   const FormOp* f;
   c10::OperatorHandle target;
+  // The attributes as the op takes them, made once: pushing a copy is a
+  // reference count, not a string.
+  std::vector<c10::IValue> attrs;
 };
 const Entry& entry_of(const c10::OperatorHandle& handle) {
   static const auto by_schema = [] {
@@ -122,9 +125,13 @@ const Entry& entry_of(const c10::OperatorHandle& handle) {
     auto& d = c10::Dispatcher::singleton();
     for (const FormOp& f : all_form_ops()) {
       const auto h = d.findSchemaOrThrow(("gelu_fusion::" + f.name).c_str(), "");
+      std::vector<c10::IValue> attrs{c10::IValue(f.form)};
+      if (!f.half.empty()) attrs.emplace_back(f.half);
       m.emplace(&h.schema(),
-                Entry{&f, d.findSchemaOrThrow(
-                              (std::string("gelu_fusion::") + f.op->name).c_str(), "")});
+                Entry{&f,
+                      d.findSchemaOrThrow(
+                          (std::string("gelu_fusion::") + f.op->name).c_str(), ""),
+                      std::move(attrs)});
     }
     return m;
   }();
@@ -149,8 +156,7 @@ void form_kernel(const c10::OperatorHandle& handle, c10::DispatchKeySet,
     torch::jit::push(*stack, composed(*f, in));
     return;
   }
-  stack->emplace_back(f->form);
-  if (!f->half.empty()) stack->emplace_back(f->half);
+  for (const auto& a : e.attrs) stack->push_back(a);
   e.target.callBoxed(stack);
 }
 
