@@ -26,6 +26,7 @@ from .fusion import fuse
 from .fusion_compile import backend
 from .fusion_explain import explain
 from .workspace import empty_cache
+from . import ops  # noqa: F401  (every op of the table as a function)
 
 __all__ = ["gelu", "bias_gelu", "add_gelu", "geglu", "GELU", "BiasGELU",
            "LinearBiasGELU", "patch", "PatchResult", "fuse", "backend", "explain", "simd_target",
