@@ -81,20 +81,21 @@ bool on_kernel(const Tensor& t) {
   return d == at::kFloat || d == at::kBFloat16 || d == at::kHalf;
 }
 
-// PyTorch's own GELU of the form, with the library's limit gelu(-inf) = 0.
-Tensor composed_gelu(const Tensor& z, const std::string& form) {
-  Tensor y;
-  if (form == "quick") {
-    TORCH_CHECK(z.is_floating_point() || z.is_complex(), "gelu_fusion::gelu: x has dtype ",
-                z.scalar_type(), ", expected a floating-point dtype");
-    y = z * at::sigmoid(z * kQuickGelu);
-  } else {
-    y = at::gelu(z, form);
+// PyTorch's own GELU of the form, with the library's limit gelu(-inf) = 0
+// and gradient 0 there (x * Phi(x) is -inf * 0 = NaN, and so is its
+// derivative): -inf is computed as 0.
+Tensor composed_gelu(const Tensor& z_in, const std::string& form) {
+  TORCH_CHECK(form != "quick" || z_in.is_floating_point() || z_in.is_complex(),
+              "gelu_fusion::gelu: x has dtype ", z_in.scalar_type(),
+              ", expected a floating-point dtype");
+  Tensor z = z_in, ninf;
+  if (z.is_floating_point() && z.layout() == at::kStrided) {
+    ninf = z == -std::numeric_limits<double>::infinity();
+    z = at::where(ninf, at::zeros({}, z.options()), z);
   }
-  if (z.is_floating_point() && z.layout() == at::kStrided)
-    y = at::where(z == -std::numeric_limits<double>::infinity(), at::zeros({}, y.options()),
-                  y);
-  return y;
+  const Tensor y = form == "quick" ? z * at::sigmoid(z * kQuickGelu)
+                                   : at::gelu(z, form);
+  return ninf.defined() ? at::where(ninf, at::zeros({}, y.options()), y) : y;
 }
 
 // The op's result composed of PyTorch ops, by the op's kind: the GELU of

@@ -87,19 +87,22 @@ def _check_form(op: str, approximate: str) -> None:
 
 def _composed_gelu(x: Tensor, approximate: str) -> Tensor:
     """PyTorch's own GELU of each form (for tensors without a kernel), with
-    the library's limit gelu(-inf) = 0 (x * Phi(x) is -inf * 0 = NaN there)."""
+    the library's limit gelu(-inf) = 0 and gradient 0 there (x * Phi(x) is
+    -inf * 0 = NaN, and so is its derivative): -inf is computed as 0."""
+    if approximate == "quick" and not (x.is_floating_point() or x.is_complex()):
+        # As F.gelu: no GELU of an integer tensor (sigmoid would promote).
+        raise RuntimeError(f"gelu_fusion::gelu: x has dtype {x.dtype}, "
+                           "expected a floating-point dtype")
+    ninf = None
+    if isinstance(x, Tensor) and x.is_floating_point() and x.layout is _STRIDED:
+        # torch.where keeps the inputs' strides, forward and backward.
+        ninf = x == float("-inf")
+        x = torch.where(ninf, 0.0, x)
     if approximate == "quick":
-        if not (x.is_floating_point() or x.is_complex()):
-            # As F.gelu: no GELU of an integer tensor (sigmoid would promote).
-            raise RuntimeError(f"gelu_fusion::gelu: x has dtype {x.dtype}, "
-                               "expected a floating-point dtype")
         y = x * torch.sigmoid(_QUICK * x)
     else:
         y = F.gelu(x, approximate=approximate)
-    if isinstance(x, Tensor) and x.is_floating_point() and x.layout is _STRIDED:
-        # torch.where keeps the inputs' strides, forward and backward.
-        y = torch.where(x == float("-inf"), 0.0, y)
-    return y
+    return y if ninf is None else torch.where(ninf, 0.0, y)
 
 
 def _shape(t: Tensor) -> str:
