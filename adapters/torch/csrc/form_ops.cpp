@@ -75,8 +75,11 @@ std::string schema_of(const FormOp& f) {
 // What the kernels compute: strided tensors of the library's dtypes on a
 // device with a backend.
 bool on_kernel(const Tensor& t) {
-  if (t.layout() != at::kStrided || t.device().type() != kCpuBackend.device)
-    return false;
+  if (t.layout() != at::kStrided) return false;
+  bool backend = false;
+  for (const Backend* b : all_backends())
+    backend = backend || t.device().type() == b->device;
+  if (!backend) return false;
   const auto d = t.scalar_type();
   return d == at::kFloat || d == at::kBFloat16 || d == at::kHalf;
 }
