@@ -5,7 +5,8 @@
 #   1. the GPU and the tools are there (fails at once, clearly, without);
 #   2. configure build-gpu: CUDA on, the CPU kernels for this CPU only
 #      (GELU_CPU_HOST_ONLY), only the GPU tests (GELU_TESTS_CUDA_ONLY: no
-#      MPFR), Highway and GoogleTest from the system or third_party/;
+#      MPFR), Highway and GoogleTest from third_party/prefix (made here
+#      by scripts/gpu-deps.sh and carried along) or the system;
 #   3. build the GPU tests and the PyTorch extension;
 #   4. the GPU C++ tests, every one required to run (GELU_REQUIRE_GPU=1:
 #      a skip is a failure), with their figures;
@@ -41,7 +42,16 @@ fi
   || fail "$py: torch cannot use the GPU"
 
 step "2. configure $build"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+# Highway and GoogleTest: third_party/prefix (scripts/gpu-deps.sh, made on
+# the build machine from its Debian packages) first, else the system's.
+prefix_args=()
+if [ -d third_party/prefix/usr ]; then
+  deps=$PWD/third_party/prefix/usr
+  prefix_args=(-DCMAKE_PREFIX_PATH="$deps" -DCMAKE_INCLUDE_PATH="$deps/include")
+  export LD_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  echo "dependencies from $deps"
+fi
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${prefix_args[@]}" \
   -DCMAKE_CUDA_COMPILER="$nvcc" -DGELU_WITH_CUDA=ON -DGELU_CPU_HOST_ONLY=ON \
   -DGELU_TESTS_CUDA_ONLY=ON -DGELU_WITH_TOOLS=OFF -DGELU_PYTHON="$py" \
   -DGELU_MEASURE_COMPILES=ON >/dev/null
