@@ -120,8 +120,8 @@ struct Entry {
   const FormOp* f;
   c10::OperatorHandle target;
   // The attributes as the op takes them, made once: pushing a copy is a
-  // reference count, not a string.
-  std::vector<c10::IValue> attrs;
+  // reference count, not a string. `half` is None for ops without halves.
+  c10::IValue form, half;
 };
 const Entry& entry_of(const c10::OperatorHandle& handle) {
   static const auto by_schema = [] {
@@ -129,13 +129,12 @@ const Entry& entry_of(const c10::OperatorHandle& handle) {
     auto& d = c10::Dispatcher::singleton();
     for (const FormOp& f : all_form_ops()) {
       const auto h = d.findSchemaOrThrow(("gelu_fusion::" + f.name).c_str(), "");
-      std::vector<c10::IValue> attrs{c10::IValue(f.form)};
-      if (!f.half.empty()) attrs.emplace_back(f.half);
       m.emplace(&h.schema(),
                 Entry{&f,
                       d.findSchemaOrThrow(
                           (std::string("gelu_fusion::") + f.op->name).c_str(), ""),
-                      std::move(attrs)});
+                      c10::IValue(f.form),
+                      f.half.empty() ? c10::IValue() : c10::IValue(f.half)});
     }
     return m;
   }();
@@ -160,7 +159,8 @@ void form_kernel(const c10::OperatorHandle& handle, c10::DispatchKeySet,
     torch::jit::push(*stack, composed(*f, in));
     return;
   }
-  for (const auto& a : e.attrs) stack->push_back(a);
+  stack->push_back(e.form);
+  if (!e.half.isNone()) stack->push_back(e.half);
   e.target.callBoxed(stack);
 }
 
