@@ -28,6 +28,12 @@ _QUICK = 1.702
 F32_SUBNORMAL = 2.0 ** -149
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: compiles with Inductor or trains whole models (seconds "
+        "each); `pytest -m 'not slow'` leaves them out")
+
+
 @pytest.fixture(autouse=True, scope="session")
 def poison_outputs():
     was = torch.ops.gelu_fusion._set_poison_outputs(True)

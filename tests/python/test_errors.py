@@ -30,10 +30,13 @@ def test_dtype():
 
 def test_device():
     ops = torch.ops.gelu_fusion
-    with raises(r"gelu_fusion::gelu: x is on meta, expected a CPU tensor"):
-        ops.gelu(torch.zeros(3, device="meta"))
-    with raises(r"bias_gelu: bias is on meta, expected a CPU tensor"):
+    # Meta tensors run the fake kernel: shapes and dtypes, no data.
+    y = ops.geglu(torch.zeros(4, 6, dtype=torch.bfloat16, device="meta"))
+    assert y.device.type == "meta" and y.shape == (4, 3) and y.dtype == torch.bfloat16
+    with raises(r"bias_gelu: bias is on meta, expected cpu \(the device of x\)"):
         ops.bias_gelu(torch.zeros(2, 3), torch.zeros(3, device="meta"))
+    with raises(r"bias_gelu: bias has shape \[4\], expected \[3\]"):
+        ops.bias_gelu(torch.zeros(2, 3, device="meta"), torch.zeros(4, device="meta"))
 
 
 def test_layout():

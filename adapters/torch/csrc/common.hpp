@@ -1,6 +1,8 @@
-// Helpers shared by the CPU kernels and the autograd layer of the PyTorch
-// adapter: torch tensors -> gelu tensor views, argument checks with messages
-// in PyTorch's style, and gelu::Error -> c10::Error (a Python RuntimeError).
+// Helpers shared by the kernels of every backend and the autograd layer of
+// the PyTorch adapter: torch tensors -> gelu tensor views, argument checks
+// with messages in PyTorch's style, and gelu::Error -> c10::Error (a Python
+// RuntimeError). Which device a backend computes on is its own
+// (backend.hpp); nothing here assumes one.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -14,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend.hpp"
 #include "gelu/gelu.hpp"
 
 namespace gelu_torch {
@@ -42,13 +45,14 @@ inline void check_storage(const char* op, const char* name, const at::Tensor& t)
               " (was the storage resized after the tensor was made?)");
 }
 
-// Checks that `t` is a strided CPU tensor of a dtype the library computes,
-// its elements inside its storage.
-inline gelu::DType dtype_of(const char* op, const char* name, const at::Tensor& t) {
+// Checks that `t` is a strided tensor on the backend's device, of a dtype
+// the library computes, its elements inside its storage.
+inline gelu::DType dtype_of(const Backend& b, const char* op, const char* name,
+                            const at::Tensor& t) {
   TORCH_CHECK(t.defined(), "gelu_fusion::", op, ": ", name,
-              " is an undefined tensor, expected a CPU tensor");
-  TORCH_CHECK(t.device().is_cpu(), "gelu_fusion::", op, ": ", name, " is on ",
-              t.device(), ", expected a CPU tensor");
+              " is an undefined tensor, expected ", b.expected);
+  TORCH_CHECK(t.device().type() == b.device, "gelu_fusion::", op, ": ", name, " is on ",
+              t.device(), ", expected ", b.expected);
   TORCH_CHECK(t.layout() == at::kStrided, "gelu_fusion::", op, ": ", name,
               " has layout ", t.layout(), ", expected a strided (dense) tensor");
   check_storage(op, name, t);
@@ -83,38 +87,19 @@ void call(F&& f) {
   }
 }
 
-// Options for one call: the form, and PyTorch's intra-op thread count so
+// Options for one call: the form, which half of x the GELU applies to
+// (gated ops; null for the others), and PyTorch's intra-op thread count so
 // that torch.set_num_threads governs our kernels too.
-inline gelu::Options options(const char* op, c10::string_view approximate) {
+inline gelu::Options options(const char* op, std::string_view approximate,
+                             const std::string_view* gelu_half = nullptr) {
   gelu::Options o;
   try {
-    o.approximate = gelu::parse_approx(
-        std::string_view(approximate.data(), approximate.size()));
+    o.approximate = gelu::parse_approx(approximate);
+    if (gelu_half) o.gelu_half = gelu::parse_gelu_half(*gelu_half);
   } catch (const gelu::Error& e) {
     TORCH_CHECK(false, "gelu_fusion::", op, ": ", e.what());
   }
   o.num_threads = at::get_num_threads();
-  return o;
-}
-
-// y's shape is x's with the last dimension halved; a 0-d x keeps [] so the
-// library reports the rank error.
-inline std::vector<int64_t> half_last(const at::Tensor& x) {
-  std::vector<int64_t> s(x.sizes().begin(), x.sizes().end());
-  if (!s.empty()) s.back() /= 2;
-  return s;
-}
-
-// geglu's options: the form, and which half of x the GELU applies to.
-inline gelu::Options geglu_options(const char* op, c10::string_view approximate,
-                                   c10::string_view gelu_half) {
-  gelu::Options o = options(op, approximate);
-  try {
-    o.gelu_half = gelu::parse_gelu_half(
-        std::string_view(gelu_half.data(), gelu_half.size()));
-  } catch (const gelu::Error& e) {
-    TORCH_CHECK(false, "gelu_fusion::", op, ": ", e.what());
-  }
   return o;
 }
 
@@ -156,25 +141,23 @@ struct Layout {
   }
 };
 
-// Debug aid for the tests: when on, every output is filled with NaN before
-// the kernel runs, so an element the kernel never writes shows up.
-bool& poison_outputs();
-inline at::Tensor new_output(at::IntArrayRef sizes, const at::Tensor& like) {
-  at::Tensor out = at::empty(
-      sizes, like.options().memory_format(at::MemoryFormat::Contiguous));
+bool& poison_outputs();  // kernel.hpp
+inline at::Tensor new_output(at::IntArrayRef sizes, const at::TensorOptions& like) {
+  at::Tensor out = at::empty(sizes, like.memory_format(at::MemoryFormat::Contiguous));
   if (poison_outputs()) out.fill_(std::numeric_limits<double>::quiet_NaN());
   return out;
 }
 
-// An out= argument must be a CPU tensor of the dtype the op writes there.
-inline void check_out(const char* op, const char* name, const at::Tensor& out,
-                      const at::Tensor& like) {
-  TORCH_CHECK(out.device().is_cpu(), "gelu_fusion::", op, ": ", name, " is on ",
-              out.device(), ", expected a CPU tensor");
+// An out= argument must be a tensor on the backend's device, of the dtype
+// the op writes there.
+inline void check_out(const Backend& b, const char* op, const char* name,
+                      const at::Tensor& out, at::ScalarType dtype) {
+  TORCH_CHECK(out.device().type() == b.device, "gelu_fusion::", op, ": ", name,
+              " is on ", out.device(), ", expected ", b.expected);
   TORCH_CHECK(out.layout() == at::kStrided, "gelu_fusion::", op, ": ", name,
               " has layout ", out.layout(), ", expected a strided (dense) tensor");
-  TORCH_CHECK(out.scalar_type() == like.scalar_type(), "gelu_fusion::", op, ": ", name,
-              " has dtype ", out.scalar_type(), ", expected ", like.scalar_type(),
+  TORCH_CHECK(out.scalar_type() == dtype, "gelu_fusion::", op, ": ", name,
+              " has dtype ", out.scalar_type(), ", expected ", dtype,
               " (the dtype this op writes there)");
   check_storage(op, name, out);
 }
@@ -185,7 +168,7 @@ inline void check_out(const char* op, const char* name, const at::Tensor& out,
 // So a call that fails leaves out untouched, as the library's own calls do.
 inline at::Tensor direct_or_temp(const at::Tensor& out, at::IntArrayRef sizes) {
   if (out.sizes() == sizes && out.is_contiguous()) return out;
-  return new_output(sizes, out);
+  return new_output(sizes, out.options());
 }
 
 // After a successful call: out gets `result` (resized first, as PyTorch's

@@ -15,6 +15,7 @@ applies). ``approximate`` is 'none' (erf),
 import torch
 
 from . import _load  # noqa: F401  (registers torch.ops.gelu_fusion)
+from . import _surface  # noqa: F401  (fake kernels, from the op table)
 from ._version import __version__  # project(gelu_fusion VERSION ...)
 from .functional import add_gelu, bias_gelu, geglu, gelu
 from .gelu_linear import GegluLinear, GeluLinear, bias_gelu_linear, geglu_linear

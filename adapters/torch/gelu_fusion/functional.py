@@ -13,10 +13,11 @@ Autograd: backward, double backward and forward-mode AD (fwAD dual tensors,
 torch.func.jvp / jacfwd / hessian) for every op; see csrc/autograd.cpp.
 
 In eager mode the fast path calls the ops' C++ entry points directly,
-skipping the torch.ops attribute lookups, and passes no keyword argument
-(each form has its own entry point); the checks that pick the kernel (type,
-dtype, device, layout) add a few hundred nanoseconds per call.
-bench/call_overhead.py measures a call against F.gelu's.
+skipping the torch.ops attribute lookups; the checks that pick the kernel
+(type, dtype, device, layout) add a few hundred nanoseconds per call.
+bench/call_overhead.py measures a call against F.gelu's. Under
+torch.compile the same checks run at trace time and the graph holds the op
+itself (torch.ops.gelu_fusion.<op>), with its fake kernel (_surface.py).
 Tensor-likes with __torch_function__ (torch.fx proxies among them) see
 these functions as single calls, as they see F.gelu.
 """
@@ -25,33 +26,20 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.overrides import handle_torch_function, has_torch_function
 
-# The ops' raw entry points (what torch.ops.gelu_fusion.<op>(...) calls).
+# The ops (OpOverloads, which torch.compile traces) and their raw entry
+# points (what an OpOverload calls; eager calls skip its Python __call__,
+# about 0.3 us: bench/call_overhead.py). Under torch.compile every call goes
+# through the OpOverload: Dynamo cannot trace the raw entry points.
 _ops = torch.ops.gelu_fusion
-_gelu = _ops.gelu._op
-_bias_gelu = _ops.bias_gelu._op
-_add_gelu = _ops.add_gelu._op
-_geglu = _ops.geglu._op
-
-# The eager entry point for each form: the op itself for the default form,
-# else the op named for the form (csrc/form_ops.cpp), so that no eager call
-# passes a keyword argument (matching it against the schema costs about
-# half a microsecond per call; bench/call_overhead.py). A form not listed
-# goes to the op with the keyword, which raises its error. gelu's entry
-# points also pick the kernel or PyTorch's composition themselves (the
-# checks cost less in C++ than attribute reads here).
-_GELU_BY_FORM = {"none": _ops._gelu_none._op, "tanh": _ops._gelu_tanh._op,
-                 "quick": _ops._gelu_quick._op}
-_BIAS_GELU_BY_FORM = {"none": _bias_gelu, "tanh": _ops._bias_gelu_tanh._op,
-                      "quick": _ops._bias_gelu_quick._op}
-_ADD_GELU_BY_FORM = {"none": _add_gelu, "tanh": _ops._add_gelu_tanh._op,
-                     "quick": _ops._add_gelu_quick._op}
-_GEGLU_BY_FORM = {
-    "first": {"none": _geglu, "tanh": _ops._geglu_tanh._op,
-              "quick": _ops._geglu_quick._op},
-    "second": {"none": _ops._geglu_none_second._op,
-               "tanh": _ops._geglu_tanh_second._op,
-               "quick": _ops._geglu_quick_second._op},
-}
+_GELU = _ops.gelu.default
+_BIAS_GELU = _ops.bias_gelu.default
+_ADD_GELU = _ops.add_gelu.default
+_GEGLU = _ops.geglu.default
+_gelu = _GELU._op
+_bias_gelu = _BIAS_GELU._op
+_add_gelu = _ADD_GELU._op
+_geglu = _GEGLU._op
+_compiling = torch.compiler.is_compiling
 
 # torch.jit.is_scripting bound once: eager calls skip two attribute lookups
 # (~80 ns, bench/call_overhead.py); TorchScript resolves the alias to the
@@ -78,14 +66,20 @@ def _check_form(op: str, approximate: str) -> None:
 
 
 def _composed_gelu(x: Tensor, approximate: str) -> Tensor:
-    """PyTorch's own GELU of each form (for tensors without a kernel)."""
+    """PyTorch's own GELU of each form (for tensors without a kernel), with
+    the library's limit gelu(-inf) = 0 (x * Phi(x) is -inf * 0 = NaN there)."""
     if approximate == "quick":
         if not (x.is_floating_point() or x.is_complex()):
             # As F.gelu: no GELU of an integer tensor (sigmoid would promote).
             raise RuntimeError(f"gelu_fusion::gelu: x has dtype {x.dtype}, "
                                "expected a floating-point dtype")
-        return x * torch.sigmoid(_QUICK * x)
-    return F.gelu(x, approximate=approximate)
+        y = x * torch.sigmoid(_QUICK * x)
+    else:
+        y = F.gelu(x, approximate=approximate)
+    if isinstance(x, Tensor) and x.is_floating_point() and x.layout is _STRIDED:
+        # torch.where keeps the inputs' strides, forward and backward.
+        y = torch.where(x == float("-inf"), 0.0, y)
+    return y
 
 
 def _shape(t: Tensor) -> str:
@@ -135,10 +129,11 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
         if _scripted_on_kernel(x):
             return torch.ops.gelu_fusion.gelu(x, approximate=approximate)
         return _scripted_composed(x, approximate)
-    if type(x) is Tensor:
-        op = _GELU_BY_FORM.get(approximate)
-        if op is not None:
-            return op(x)  # the kernel, or PyTorch's composition
+    if (type(x) is Tensor and x.dtype in _KERNEL_DTYPES and x.is_cpu
+            and x.layout is _STRIDED):
+        if _compiling():
+            return _GELU(x, approximate=approximate)
+        return _gelu(x, approximate)
     return _gelu_other(x, approximate)
 
 
@@ -146,8 +141,8 @@ def _gelu_other(x, approximate):
     if has_torch_function((x,)):
         return handle_torch_function(gelu, (x,), x, approximate=approximate)
     _check_form("gelu", approximate)
-    if isinstance(x, Tensor):  # a Tensor subclass such as Parameter
-        return _GELU_BY_FORM[approximate](x)
+    if isinstance(x, Tensor) and _on_kernel(x):  # a subclass such as Parameter
+        return _GELU(x, approximate=approximate)
     return _composed_gelu(x, approximate)  # F.gelu's error for a non-tensor
 
 
@@ -164,10 +159,9 @@ def bias_gelu(x: Tensor, bias: Tensor, approximate: str = "none") -> Tensor:
         return _scripted_composed(x + bias, approximate)
     if (type(x) is Tensor and x.dtype in _KERNEL_DTYPES and bias.dtype is x.dtype
             and x.is_cpu and x.layout is _STRIDED):
-        op = _BIAS_GELU_BY_FORM.get(approximate)
-        if op is not None:
-            return op(x, bias)
-        return _bias_gelu(x, bias, approximate=approximate)
+        if _compiling():
+            return _BIAS_GELU(x, bias, approximate=approximate)
+        return _bias_gelu(x, bias, approximate)
     return _bias_gelu_other(x, bias, approximate)
 
 
@@ -179,9 +173,9 @@ def _bias_gelu_other(x, bias, approximate):
     if _on_kernel(x) and _on_kernel(bias):
         dtype = torch.result_type(x, bias)
         if dtype in _KERNEL_DTYPES:
-            return _bias_gelu(x.to(dtype), bias.to(dtype), approximate=approximate)
+            return _BIAS_GELU(x.to(dtype), bias.to(dtype), approximate=approximate)
     _check_bias_shape(x, bias)
-    return _composed_gelu(x + bias, approximate)
+    return gelu(x + bias, approximate)  # the kernel where the sum has one
 
 
 def _bias_shaped(t: Tensor, shape) -> bool:
@@ -200,10 +194,9 @@ def add_gelu(a: Tensor, b: Tensor, approximate: str = "none") -> Tensor:
     if (type(a) is Tensor and type(b) is Tensor and a.dtype in _KERNEL_DTYPES
             and b.dtype is a.dtype and a.is_cpu and a.layout is _STRIDED
             and a.shape == b.shape):
-        op = _ADD_GELU_BY_FORM.get(approximate)
-        if op is not None:
-            return op(a, b)
-        return _add_gelu(a, b, approximate=approximate)
+        if _compiling():
+            return _ADD_GELU(a, b, approximate=approximate)
+        return _add_gelu(a, b, approximate)
     return _add_gelu_other(a, b, approximate)
 
 
@@ -218,7 +211,7 @@ def _add_gelu_other(a, b, approximate):
         if dtype in _KERNEL_DTYPES:
             a, b = a.to(dtype), b.to(dtype)
             if a.shape == b.shape:
-                return _add_gelu(a, b, approximate=approximate)
+                return _ADD_GELU(a, b, approximate=approximate)
             try:
                 shape = torch.broadcast_shapes(a.shape, b.shape)
             except RuntimeError:
@@ -226,13 +219,14 @@ def _add_gelu_other(a, b, approximate):
             # A bias-shaped operand: bias_gelu's kernel, with the bias's
             # gradient summed over the rows in the same pass.
             if a.shape == shape and _bias_shaped(b, shape):
-                return _bias_gelu(a, b.reshape(-1), approximate=approximate)
+                return _BIAS_GELU(a, b.reshape(-1), approximate=approximate)
             if b.shape == shape and _bias_shaped(a, shape):
-                return _bias_gelu(b, a.reshape(-1), approximate=approximate)
+                return _BIAS_GELU(b, a.reshape(-1), approximate=approximate)
             # expand's backward sums each gradient to its input's shape.
-            return _add_gelu(a.expand(shape), b.expand(shape),
+            return _ADD_GELU(a.expand(shape), b.expand(shape),
                              approximate=approximate)
-    return _composed_gelu(a + b, approximate)
+    # A Python scalar or another dtype: the kernel where the sum has one.
+    return gelu(a + b, approximate)
 
 
 _HALVES = ("first", "second")
@@ -261,11 +255,9 @@ def geglu(x: Tensor, approximate: str = "none", gelu_half: str = "first") -> Ten
         return _scripted_composed(x[..., :h], approximate) * x[..., h:]
     if (type(x) is Tensor and x.dtype in _KERNEL_DTYPES and x.is_cpu
             and x.layout is _STRIDED):
-        forms = _GEGLU_BY_FORM.get(gelu_half)
-        op = forms.get(approximate) if forms is not None else None
-        if op is not None:
-            return op(x)
-        return _geglu(x, approximate=approximate, gelu_half=gelu_half)
+        if _compiling():
+            return _GEGLU(x, approximate=approximate, gelu_half=gelu_half)
+        return _geglu(x, approximate, gelu_half)
     return _geglu_other(x, approximate, gelu_half)
 
 
@@ -274,7 +266,7 @@ def _geglu_other(x, approximate, gelu_half):
         return handle_torch_function(geglu, (x,), x, approximate=approximate,
                                      gelu_half=gelu_half)
     if _on_kernel(x):
-        return _geglu(x, approximate=approximate, gelu_half=gelu_half)
+        return _GEGLU(x, approximate=approximate, gelu_half=gelu_half)
     _check_form("geglu", approximate)
     _check_gelu_half(gelu_half)
     _check_geglu_shape(x)

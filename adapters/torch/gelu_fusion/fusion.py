@@ -9,14 +9,15 @@ calls (fusion_gelu), GeGLU (fusion_geglu), bias (fusion_bias), add
 (fusion_add). Transformer layers are fused by their feed-forward block
 (fusion_transformer).
 
-What stays: a traced module is replaced by a FusedGraphModule built with
-the original as root; it holds the original's submodules, Parameters and
-buffers (the same objects, under the same names) and its plain attributes,
-so the module tree, state_dict keys and an optimizer built before are
-unchanged. A module with hooks is traced on its own and its replacement
-shares its hooks. Modules without a fused site are not replaced.
+What stays: everything. A traced module keeps its object, class,
+submodules, Parameters, buffers and attributes; its calls run the fused
+graph through a FusedCall (fusion_call) while the modules the graph was
+traced through are unchanged and unhooked (fusion_guard), and its own
+forward otherwise. So the module tree, state_dict keys and an optimizer
+built before are unchanged, and whatever the user changes after `fuse`
+(hooks, a swapped module, an attribute) acts as it would unfused. A module
+with hooks at fuse time is traced on its own.
 """
-import copy
 import warnings
 from typing import List, Tuple
 
@@ -26,58 +27,10 @@ from torch import nn
 
 from . import fusion_add, fusion_bias, fusion_geglu, fusion_gelu
 from . import fusion_gelu_formula, fusion_save_memory, fusion_transformer
+from .fusion_call import FusedCall, install, installed, uninstall
 from .fusion_explain import Report, Site
-from .fusion_trace import (Untraceable, _special_leaf, check_mode_independent,
-                           code_of, holds_no_gelu, trace)
-
-
-class FusedGraphModule(torch.fx.GraphModule):
-    """A traced module after fusion. Unlike a plain GraphModule, it keeps
-    every submodule of the original (called or not, with its own type)
-    through deepcopy and pickle, so the module tree and state_dict keys
-    survive them."""
-
-    def __deepcopy__(self, memo):
-        fake = nn.Module()
-        fake.__dict__ = copy.deepcopy(self.__dict__, memo)
-        return _restore(FusedGraphModule(fake, fake.__dict__["_graph"],
-                                         type(self).__name__), fake.__dict__)
-
-    def __reduce__(self):
-        fn, args = super().__reduce__()
-        return (_rebuild, (fn, args, type(self).__name__))
-
-
-def _rebuild(fn, args, name):
-    plain = fn(*args)
-    return _restore(FusedGraphModule(plain, plain.graph, name), args[0])
-
-
-_STATE = ("_modules", "_parameters", "_buffers", "_non_persistent_buffers_set",
-          "_state_dict_hooks", "_load_state_dict_pre_hooks",
-          "_load_state_dict_post_hooks")
-
-
-_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks")
-
-
-def _restore(gm: torch.fx.GraphModule, state: dict) -> torch.fx.GraphModule:
-    """Gives gm the original's submodules, Parameters, buffers, state_dict
-    hooks and plain attributes (shared, not copied)."""
-    for k in _STATE:
-        if k in state:
-            v = state[k]
-            gm.__dict__[k] = type(v)(v) if isinstance(v, (dict, set)) else v
-    # The hook dicts themselves: a handle registered on the original still
-    # removes its hook.
-    for k in _HOOKS:
-        if k in state:
-            gm.__dict__[k] = state[k]
-    gm.training = state.get("training", gm.training)
-    for k, v in state.items():
-        if not k.startswith("_") and k not in gm.__dict__ and not hasattr(type(gm), k):
-            gm.__dict__[k] = v
-    return gm
+from .fusion_trace import (Traced, Untraceable, _special_leaf,
+                           check_mode_independent, code_of, holds_no_gelu, trace)
 
 
 def _changed(s: Site) -> bool:
@@ -119,11 +72,31 @@ class _Run:
             return m
         if holds_no_gelu(m):
             return m
+        done = installed(m)
+        if done is not None and not done.pending and not done.why_unfused():
+            return self.fused_already(m, done, path)
+        if done is not None and self.apply:
+            uninstall(m)  # changed since: fused again from its code now
+        elif done is not None and not done.pending:
+            self.report.untraced.append((path, "runs its own forward now: "
+                                         f"{done.why_unfused()}; fuse(model) "
+                                         "again fuses it as it is now"))
         try:
-            graph = trace(m)
+            traced = trace(m)
         except Untraceable as e:
             return self.untraced(m, path, e)
-        return self.graph(m, graph, path)
+        return self.graph(m, traced, path)
+
+    def fused_already(self, m: nn.Module, done: FusedCall, path: str) -> nn.Module:
+        for s in done.sites:
+            pattern = s.pattern if s.pattern.startswith("gelu_fusion") \
+                else f"gelu_fusion: {s.pattern}"
+            self.report.sites.append(Site(_join(path, s.path), s.source, pattern,
+                                          s.form, s.result, "fused already"))
+        for target in done.opts.get("_children", ()):
+            parent, _, name = target.rpartition(".")
+            self.children(m.get_submodule(parent), _join(path, parent), [name])
+        return m
 
     def untraced(self, m: nn.Module, path: str, why: Untraceable) -> nn.Module:
         if _user_code(m) and type(m).forward is not nn.Module.forward:
@@ -140,8 +113,10 @@ class _Run:
             if new is not child and self.apply:
                 m._modules[name] = new
 
-    def graph(self, m: nn.Module, graph: torch.fx.Graph, path: str) -> nn.Module:
+    def graph(self, m: nn.Module, traced: Traced, path: str) -> nn.Module:
+        graph = traced.graph
         unfused = code_of(graph)
+        calls_before = _module_calls(graph)
         sites = self.passes(_GraphOf(m, graph), path)
         changed = any(_changed(s) for s in sites)
         if changed:  # only then is a second trace worth its time
@@ -151,7 +126,7 @@ class _Run:
                 return self.untraced(m, path, e)
         self.report.sites.extend(sites)
         # Modules the graph calls as they are, but that may hold GELUs.
-        done = set()
+        done, children = set(), []
         for node in graph.nodes:
             if node.op != "call_module" or node.target in done:
                 continue
@@ -159,12 +134,19 @@ class _Run:
             sub = m.get_submodule(node.target)
             if _special_leaf(sub) or sub._modules:
                 parent, _, name = node.target.rpartition(".")
+                children.append(node.target)
                 self.children(m.get_submodule(parent), _join(path, parent), [name])
-        if not changed:
+        if not changed or not self.apply:
             return m
         graph.lint()
-        fused = FusedGraphModule(m, graph, type(m).__name__)
-        return _restore(fused, m.__dict__)
+        guarded = _guarded(m, traced, calls_before, graph)
+        local = [Site(s.path[len(path) + 1:] if path and s.path.startswith(path + ".")
+                      else ("" if s.path == path else s.path), s.source, s.pattern,
+                      s.form, s.result, s.reason) for s in sites]
+        opts = dict(self.opts, _children=tuple(children))
+        install(m, FusedCall(m, graph, traced.constants, guarded,
+                             traced.global_reads, local, opts))
+        return m
 
     def passes(self, gm: _GraphOf, path: str) -> List[Site]:
         o = self.opts
@@ -183,9 +165,27 @@ class _Run:
         return sites
 
 
+def _module_calls(graph) -> set:
+    return {n.target for n in graph.nodes if n.op == "call_module"}
+
+
+def _guarded(m: nn.Module, traced: Traced, calls_before: set, graph) -> List[nn.Module]:
+    """The modules whose code or attributes the fused graph stands for:
+    those traced into, those called before the passes but no longer, the
+    owners of what the graph reads (get_attr), and their parents."""
+    paths = set(traced.inlined) | (calls_before - _module_calls(graph))
+    paths |= {n.target.rpartition(".")[0] for n in graph.nodes if n.op == "get_attr"
+              and n.target not in traced.constants}
+    for p in list(paths):
+        parts = p.split(".") if p else []
+        paths.update(".".join(parts[:i]) for i in range(len(parts)))
+    return [m] + [m.get_submodule(p) for p in sorted(paths) if p]
+
+
 def run_fuse(model: nn.Module, *, approximate_match: bool = True,
              bias: bool = True, add: bool = True, geglu: bool = True,
-             save_memory: bool = True, apply: bool = True) -> Tuple[nn.Module, Report]:
+             save_memory: bool = True, apply: bool = True, warn: bool = True,
+             **_ignored) -> Tuple[nn.Module, Report]:
     """fuse's work: (the fused model, what was found). With apply=False
     nothing is changed and the model is returned as it is."""
     if not isinstance(model, nn.Module):
@@ -194,7 +194,7 @@ def run_fuse(model: nn.Module, *, approximate_match: bool = True,
     run = _Run(dict(approximate_match=approximate_match, bias=bias, add=add,
                     geglu=geglu, save_memory=save_memory), apply)
     out = run.module(model, "")
-    if not run.report.sites:
+    if not run.report.sites and warn:
         warnings.warn("gelu_fusion.fuse: found no GELU in the model "
                       f"{type(model).__name__}; nothing was fused"
                       + (" (see gelu_fusion.explain(model) for the modules "

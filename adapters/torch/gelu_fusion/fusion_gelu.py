@@ -15,6 +15,7 @@ from . import functional as _functional
 from . import fusion_graph as g
 from . import fusion_runtime as _runtime
 from .fusion_explain import Site
+from .fusion_trace import has_hooks
 from .modules import GELU as _GELU
 
 _FORMS = ("none", "tanh", "quick")
@@ -52,6 +53,12 @@ def find(gm, prefix: str) -> List[Site]:
             else:
                 continue
             form = mod.approximate
+            if has_hooks(mod):
+                site = g.new_site(node, prefix, pattern, str(form))
+                site.result, site.reason = "unchanged", (
+                    f"{node.target} has hooks (they run on the module's call)")
+                sites.append(site)
+                continue
         elif g.calls(node, g.FUNCTIONAL_GELUS, ("gelu",)):
             pattern = ("Tensor.gelu" if node.op == "call_method"
                        else "F.gelu" if node.target is g.FUNCTIONAL_GELUS[0]

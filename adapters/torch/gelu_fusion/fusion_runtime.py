@@ -145,8 +145,11 @@ def geglu_two_linears_bias(x: Tensor, w_gate: Tensor, w_up: Tensor,
 def _keeps_input(h: Tensor, w2: Tensor) -> bool:
     import torch.autograd.forward_ad as fwAD
     from .functional import _on_kernel
+    from .gelu_linear import _transformed
     if not torch.is_grad_enabled() or fwAD._current_level >= 0:
         return False
+    if torch._C._get_tracing_state() is not None or _transformed(h, w2):
+        return False  # torch.jit.trace, torch.func transforms
     if not (_on_kernel(h) and w2.is_cpu and h.dim() >= 1):
         return False
     return w2.dtype == h.dtype or torch.is_autocast_enabled("cpu")

@@ -10,7 +10,14 @@ when:
 - tracing raises (data-dependent control flow, *args, no forward, ...);
 - the graph traced in training mode differs from the one in eval mode
   (`F.dropout(x, p, self.training)` and `if self.training:` would be fixed
-  to the mode at fuse time).
+  to the mode at fuse time);
+- forward does something in Python that the graph cannot keep: a grad-mode
+  or autocast context, randomness, an attribute it writes
+  (fusion_pystate).
+
+A trace also says which modules it went into (`Traced.inlined`): the
+graph stands for their code, and fusion_guard checks at each call that
+they are still what runs.
 """
 import dis
 import inspect
@@ -24,6 +31,7 @@ from torch import nn
 
 from . import functional as _functional
 from . import fusion_runtime as _runtime
+from .fusion_pystate import PythonState, Watch
 from .modules import GELU as _GELU, LinearBiasGELU as _LinearBiasGELU
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
@@ -77,6 +85,7 @@ class SiteTracer(torch.fx.Tracer):
     def __init__(self):
         super().__init__(autowrap_functions=_OPAQUE_FUNCTIONS)
         self._stack = [""]
+        self.inlined: Dict[str, nn.Module] = {}  # path -> module traced into
 
     def proxy(self, node):
         return _Proxy(node, self)
@@ -86,6 +95,8 @@ class SiteTracer(torch.fx.Tracer):
 
     def call_module(self, m, forward, args, kwargs):
         path = self.path_of_module(m)
+        if not self.is_leaf_module(m, path):
+            self.inlined.setdefault(path, m)
         self._stack.append(path)
         try:
             return super().call_module(m, forward, args, kwargs)
@@ -139,22 +150,45 @@ def holds_no_gelu(m: nn.Module) -> bool:
             and type(m).__module__.startswith("torch.nn."))
 
 
-def _trace_in(m: nn.Module, mode: Optional[bool]) -> torch.fx.Graph:
-    """m's graph with every module in `mode` (None: as they are)."""
+class Traced:
+    """A module's graph, the tensors the trace had to keep as constants
+    (`_tensor_constant<n>`: get_attr targets that are no attribute of the
+    module), the modules it went into (path -> module, '' the module
+    itself) and the globals the code read (fusion_pystate)."""
+
+    def __init__(self, graph, constants, inlined, global_reads):
+        self.graph, self.constants = graph, constants
+        self.inlined, self.global_reads = inlined, global_reads
+
+
+def _trace_in(m: nn.Module, mode: Optional[bool]) -> Traced:
+    """m's trace with every module in `mode` (None: as they are)."""
     modes = {sub: sub.training for sub in m.modules()}
+    before = set(m.__dict__)
+    tracer = SiteTracer()
     try:
         _set_training(m, modes, mode)
-        return SiteTracer().trace(m)
+        with Watch(m) as watch:
+            graph = tracer.trace(m)
+        # The tracer stows tensors it met outside the module on m itself.
+        constants = {k: m.__dict__.pop(k) for k in set(m.__dict__) - before}
+        watch.check(graph, constants)
+    except PythonState as e:
+        raise Untraceable(str(e)) from None
     except Exception as e:  # any failure: trace the children instead
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         raise Untraceable(f"torch.fx: {type(e).__name__}: {first[:120]}") from None
     finally:
         _set_training(m, modes, None)
+        for k in set(m.__dict__) - before:
+            del m.__dict__[k]
+    return Traced(graph, constants, dict(tracer.inlined, **{"": m}),
+                  watch.global_reads())
 
 
-def trace(m: nn.Module) -> torch.fx.Graph:
-    """m's graph in its current training mode, or Untraceable. Before a
-    graph replaces m, check_mode_independent(m, graph)."""
+def trace(m: nn.Module) -> Traced:
+    """m's trace in its current training mode, or Untraceable. Before a
+    graph replaces m's forward, check_mode_independent(m, code)."""
     if type(m).forward is nn.Module.forward:
         raise Untraceable("no forward (a container)")
     _check_signature(m)
@@ -164,7 +198,7 @@ def trace(m: nn.Module) -> torch.fx.Graph:
 def check_mode_independent(m: nn.Module, code: str) -> None:
     """Untraceable when m's graph with every module flipped to the other
     training mode differs from `code` (code_of the graph traced as m is)."""
-    if code != code_of(_trace_in(m, not m.training)):
+    if code != code_of(_trace_in(m, not m.training).graph):
         raise Untraceable("forward depends on self.training; a trace would fix it")
 
 

@@ -17,10 +17,13 @@ over dY, its dh and the forward's y fresh).
     z = geglu_linear(x2h, W2, b2)         # linear(geglu(x2h), W2, b2)
 
 ``GeluLinear`` and ``GegluLinear`` wrap existing Linear modules (sharing
-their Parameters). A backward with create_graph=True (double backward)
+their Parameters). A backward with create_graph=True (double backward) or
+with batched gradients (``is_grads_batched``, ``jacobian(vectorize=True)``)
 computes its gradients from PyTorch's own ops instead, so that they are
-differentiable; tensors without a kernel (float64, other devices) and
-forward-mode AD compute the unfused composition.
+differentiable and batch; tensors without a kernel (float64, other
+devices), forward-mode AD and torch.func transforms (vmap, grad, jacrev)
+compute the unfused composition, and ``torch.jit.trace`` records the fused
+GELU op then the matmul (no autograd.Function to record).
 """
 from typing import Optional
 
@@ -28,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from . import functional as _functional
 from .functional import _composed_gelu, _on_kernel
 from .modules import _check_approximate
 from . import workspace
@@ -58,21 +62,44 @@ def _composed_value(h: Tensor, bias1: Optional[Tensor], approximate: str,
 
 def _composed_backward(ctx, dz):
     """The node's gradients as differentiable PyTorch ops, for a backward
-    with create_graph=True."""
+    with create_graph=True, or one whose dz is batched (vmap over the
+    backward: no out= op batches)."""
     h, bias1, weight2 = ctx.saved_tensors
     need_h, need_b1, need_w2, need_b2 = ctx.needs_input_grad[:4]
-    y = _composed_value(h, bias1, ctx.approximate, ctx.gated)
+    create_graph = torch.is_grad_enabled()
+    with torch.enable_grad():
+        if not create_graph:  # a graph of its own, from these values
+            h = h.detach().requires_grad_(need_h)
+            bias1 = None if bias1 is None else bias1.detach().requires_grad_(need_b1)
+        y = _composed_value(h, bias1, ctx.approximate, ctx.gated)
     wrt = [t for t, need in ((h, need_h), (bias1, need_b1)) if need]
     found = []
     if wrt:
         found = list(torch.autograd.grad(y, wrt, torch.matmul(dz, weight2),
-                                         create_graph=True))
+                                         create_graph=create_graph))
+    if not create_graph:
+        y = y.detach()
     dh = found.pop(0) if need_h else None
     db1 = found.pop(0) if need_b1 else None
     dz2 = dz.reshape(-1, dz.shape[-1])
     dw2 = _weight_grad(dz2, y.reshape(-1, y.shape[-1]), weight2) if need_w2 else None
-    db2 = dz2.sum(0) if need_b2 else None
+    db2 = _bias_grad(dz, dz2, ctx.bias2_shape) if need_b2 else None
     return dh, db1, dw2, db2, None, None
+
+
+def _bias_grad(dz: Tensor, dz2: Tensor, shape) -> Tensor:
+    """bias2's gradient in bias2's shape (a 2-D bias broadcasts in F.linear)."""
+    if len(shape) == 1:
+        return dz2.sum(0)
+    return dz.sum_to_size(shape)
+
+
+def _batched(t: Tensor) -> bool:
+    """t is a torch.func wrapper (vmap's batched tensor, grad's tracking
+    tensor) or autograd's batched gradient (is_grads_batched): no out=
+    kernel call takes it."""
+    fx = torch._C._functorch
+    return fx.is_functorch_wrapped_tensor(t) or fx.is_legacy_batchedtensor(t)
 
 
 def _weight_grad(dz2: Tensor, y2: Tensor, weight2: Tensor) -> Tensor:
@@ -109,11 +136,12 @@ class _ActivationLinear(torch.autograd.Function):
         ctx.save_for_backward(h, bias1, weight2)
         ctx.approximate = approximate
         ctx.gated = gated
+        ctx.bias2_shape = None if bias2 is None else bias2.shape
         return z
 
     @staticmethod
     def backward(ctx, dz):
-        if torch.is_grad_enabled():  # backward(create_graph=True)
+        if torch.is_grad_enabled() or _batched(dz):  # create_graph / batched
             return _composed_backward(ctx, dz)
         h, bias1, weight2 = ctx.saved_tensors
         need_h, need_b1, need_w2, need_b2 = ctx.needs_input_grad[:4]
@@ -130,11 +158,12 @@ class _ActivationLinear(torch.autograd.Function):
                 # would fault inside the kernel (bench/fuse_bench.py
                 # --backward-alone).
                 y = scratch = workspace.take(h.shape, h)
+                dh = dy  # written in place; the op returns what it did not write
                 if bias1 is None:
-                    dh = _ops.gelu_backward_and_value.grad_x_out(dy, h, approximate=a,
-                                                                 grad_x=dy, y=y)
+                    _ops.gelu_backward_and_value.grad_x_out(dy, h, approximate=a,
+                                                            grad_x=dy, y=y)
                 else:
-                    dh, db1 = _ops.bias_gelu_backward_and_value.grad_x_out(
+                    db1 = _ops.bias_gelu_backward_and_value.grad_x_out(
                         dy, h, bias1, approximate=a, grad_x=dy, y=y)
             elif dy.dtype == h.dtype and dy.is_contiguous():
                 # geglu's dh is twice dY's size, so not in place: y is written
@@ -158,14 +187,32 @@ class _ActivationLinear(torch.autograd.Function):
             del y
             workspace.give_back(scratch)
         if need_b2:
-            db2 = dz2.sum(0)
+            db2 = _bias_grad(dz, dz2, ctx.bias2_shape)
         return (dh if need_h else None, db1 if need_b1 else None, dw2, db2, None, None)
+
+
+def _fused_value(h: Tensor, bias1: Optional[Tensor], approximate: str,
+                 gated: Optional[str]) -> Tensor:
+    """_value through the public functions (their autograd, fallbacks)."""
+    if gated:
+        return _functional.geglu(h, approximate, gated)
+    if bias1 is None:
+        return _functional.gelu(h, approximate)
+    return _functional.bias_gelu(h, bias1, approximate)
+
+
+def _transformed(*ts) -> bool:
+    """A torch.func transform wraps one of the tensors."""
+    return any(t is not None and _batched(t) for t in ts)
 
 
 def _apply(h, bias1, weight2, bias2, approximate, gated):
     _check_approximate(approximate)
     import torch.autograd.forward_ad as fwAD
-    if not _on_kernel(h) or fwAD._current_level >= 0:
+    if torch._C._get_tracing_state() is not None and _on_kernel(h):
+        return F.linear(_fused_value(h, bias1, approximate, gated), weight2, bias2)
+    if (not _on_kernel(h) or fwAD._current_level >= 0
+            or _transformed(h, bias1, weight2, bias2)):
         if bias1 is not None and bias1.dim() != 1:
             raise RuntimeError(f"gelu_fusion.bias_gelu_linear: bias1 has shape "
                                f"{list(bias1.shape)}, expected [{h.shape[-1]}]")

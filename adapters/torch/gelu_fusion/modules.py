@@ -1,5 +1,6 @@
 """nn.Module wrappers of the ops."""
 import copyreg
+import sys
 import types
 
 import torch
@@ -95,8 +96,45 @@ class LinearBiasGELU(nn.Module):
 def linear_without_bias(self: nn.Linear, input: Tensor) -> Tensor:
     """The forward ``patch(model, fuse_bias=True)`` gives an ``nn.Linear``
     (on that object only; its type stays nn.Linear): the matmul without the
-    bias, which the ``BiasGELU`` after it adds inside the GELU pass."""
-    return torch.nn.functional.linear(input, self.weight)
+    bias where its Sequential runs it just before the ``BiasGELU`` that
+    adds the bias; the whole Linear wherever else it is called."""
+    if torch.jit.is_scripting():
+        return torch.nn.functional.linear(input, self.weight)
+    else:
+        bias = None if _in_its_pair(self) else self.bias
+        return torch.nn.functional.linear(input, self.weight, bias)
+
+
+_SEQUENTIAL_FORWARD = nn.Sequential.forward.__code__
+
+
+@torch.jit.unused
+def _called_by(parent: nn.Module) -> bool:
+    """Whether the module call running now was made by parent's
+    nn.Sequential.forward (a few frames up: _call_impl and
+    _wrapped_call_impl sit between)."""
+    f = sys._getframe(2)
+    for _ in range(8):
+        if f is None:
+            return False
+        if f.f_code is _SEQUENTIAL_FORWARD:
+            return f.f_locals.get("self") is parent
+        f = f.f_back
+    return False
+
+
+@torch.jit.unused
+def _in_its_pair(linear: nn.Linear) -> bool:
+    """The Linear runs in its Sequential, and the module after it there is
+    its BiasGELU (which then adds the bias)."""
+    pair = linear.__dict__.get("_gelu_fusion_pair")
+    if pair is None or torch.fx._symbolic_trace._is_fx_tracing_flag:
+        return False  # torch.fx calls the Linear as a module of the graph
+    parent, name, act = pair
+    keys = list(parent._modules)
+    i = keys.index(name) if name in keys else -1
+    return (0 <= i < len(keys) - 1 and parent._modules[name] is linear
+            and parent._modules[keys[i + 1]] is act and _called_by(parent))
 
 
 def _reduce_method(m):
@@ -126,10 +164,11 @@ class BiasGELU(nn.Module):
     the Linear's bias as a non-persistent buffer that aliases the Parameter
     (re-aliased after ``.to()``/``.double()``, which replace buffers).
 
-    In eager mode and under torch.fx it checks at each call that its Linear
-    still sits in the slot before it with the bias-free forward; if the
-    Linear was replaced (``quantize_dynamic``, a manual swap) the new module
-    added its own bias, and this computes a plain GELU.
+    In eager mode and under torch.fx, the Linear leaves its bias out, and
+    this adds it, only when their Sequential runs them one after the other
+    with the Linear still in the slot before this one; called on its own, or
+    after a Linear that was replaced (``quantize_dynamic``, a manual swap),
+    this is a plain GELU and the Linear a whole Linear.
     """
 
     __constants__ = ["approximate"]
@@ -150,7 +189,8 @@ class BiasGELU(nn.Module):
         parent, name, linear = self._fused_with
         return (parent._modules.get(name) is linear
                 and linear.__dict__.get("forward") is not None
-                and getattr(linear.forward, "__func__", None) is linear_without_bias)
+                and getattr(linear.forward, "__func__", None) is linear_without_bias
+                and _in_its_pair(linear) and _called_by(parent))
 
     def _apply(self, fn):
         super()._apply(fn)

@@ -40,8 +40,11 @@ def _qualified(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
 
 
-def _fusion_blocker(linear: nn.Linear):
+def _fusion_blocker(linear: nn.Linear, places: dict):
     """Why `linear` must not have its bias moved into the next GELU, or None."""
+    if len(places.get(id(linear), ())) > 1:
+        return ("the Linear is also used at " + ", ".join(places[id(linear)][1:])
+                + ": its GELU is swapped, not fused")
     if linear.bias is None:
         return "the Linear has no bias: its GELU is swapped, not fused"
     if linear._forward_hooks:
@@ -60,14 +63,17 @@ def patch(model: nn.Module, fuse_bias: bool = False) -> PatchResult:
     skipped.
 
     With ``fuse_bias=True``, an ``nn.Linear`` (with a bias and without
-    forward hooks) directly followed by such a GELU inside an
-    ``nn.Sequential`` keeps its place, object, type, Parameters and hooks;
-    its forward (on that object) becomes the matmul without the bias, and
-    the GELU's slot becomes a ``BiasGELU`` that adds the bias inside the
-    GELU pass (one pass forward, and dbias from the GELU backward's pass).
-    State_dict keys, parameter names and ``isinstance(m, nn.Linear)`` stay
-    as they were; forward hooks added to that Linear afterwards see its
-    output without the bias.
+    forward hooks, used nowhere else in the model) directly followed by
+    such a GELU inside an ``nn.Sequential`` keeps its place, object, type,
+    Parameters and hooks; the GELU's slot becomes a ``BiasGELU``. When the
+    Sequential runs the pair, the Linear computes the matmul without the
+    bias and the BiasGELU adds it inside the GELU pass (one pass forward,
+    and dbias from the GELU backward's pass); called anywhere else, the
+    Linear is a whole Linear and the BiasGELU a plain GELU. State_dict
+    keys, parameter names and ``isinstance(m, nn.Linear)`` stay as they
+    were; forward hooks added to that Linear afterwards see its output
+    without the bias. A Linear registered at more than one place is left
+    unfused and reported in ``skipped``.
 
     Returns a ``PatchResult``: an int (the number of GELUs replaced) with
     the lists ``swapped``, ``fused`` and ``skipped`` (name and reason).
@@ -80,6 +86,9 @@ def patch(model: nn.Module, fuse_bias: bool = False) -> PatchResult:
     if isinstance(model, (nn.GELU, GELU)):
         skipped.append(("", "the model itself cannot be replaced in place; "
                             "use gelu_fusion.GELU(model.approximate)"))
+    places = {}  # id -> every name the module has in the model
+    for name, m in model.named_modules(remove_duplicate=False):
+        places.setdefault(id(m), []).append(name or "(model)")
     for prefix, parent in list(model.named_modules()):
         names = list(parent._modules.keys())
         if fuse_bias and isinstance(parent, nn.Sequential):
@@ -87,7 +96,7 @@ def patch(model: nn.Module, fuse_bias: bool = False) -> PatchResult:
                 lin, act = parent._modules[first], parent._modules[second]
                 if type(lin) is not nn.Linear or type(act) not in (nn.GELU, GELU):
                     continue
-                why = _fusion_blocker(lin)
+                why = _fusion_blocker(lin, places)
                 if why is not None:
                     skipped.append((_qualified(prefix, first), why))
                     continue
@@ -96,8 +105,10 @@ def patch(model: nn.Module, fuse_bias: bool = False) -> PatchResult:
                 # class whose attributes match; this attribute keeps a
                 # patched Linear's forward apart from a plain Linear's.
                 lin.gelu_fusion_bias_in_next_module = True
-                parent._modules[second] = BiasGELU(parent, first, lin,
-                                                   act.approximate)
+                parent._modules[second] = act = BiasGELU(parent, first, lin,
+                                                         act.approximate)
+                # Not a submodule: a plain reference, as BiasGELU's own.
+                lin.__dict__["_gelu_fusion_pair"] = (parent, first, act)
                 fused.append((_qualified(prefix, first),
                               _qualified(prefix, second)))
         for name in names:

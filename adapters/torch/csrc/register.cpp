@@ -1,0 +1,63 @@
+// torch.ops.gelu_fusion: every operator defined and registered in one loop
+// over the op table's surfaces (surface.hpp). Adding an op to the table
+// adds its schema, out= variant, value variants, kernels on every backend,
+// autograd and fake kernel (gelu_fusion/_surface.py) with nothing here.
+#include <torch/library.h>
+
+#include "autograd.hpp"
+#include "kernel.hpp"
+
+namespace gelu_torch {
+namespace {
+
+bool set_poison_outputs(bool on) {
+  const bool was = poison_outputs();
+  poison_outputs() = on;
+  return was;
+}
+
+std::string simd_target() { return gelu::simd_target(); }
+std::string op_table() { return op_table_json(); }
+
+// A backend's kernels, for every operator.
+template <const Backend& B>
+void register_backend(torch::Library& m) {
+  for (const Surface& s : all_surfaces())
+    m.impl(s.qualified().c_str(),
+           torch::CppFunction::makeFromBoxedFunction<&boxed_kernel<B>>());
+}
+
+}  // namespace
+}  // namespace gelu_torch
+
+TORCH_LIBRARY(gelu_fusion, m) {
+  using namespace gelu_torch;
+  // Our kernels accept any strides (they copy what is not contiguous), do
+  // not specialise on sizes, and their fake kernels are checked by
+  // torch.library.opcheck in the tests.
+  for (const Surface& s : all_surfaces())
+    m.def(s.schema().c_str(), {at::Tag::pt2_compliant_tag});
+  // Not ops on tensors: test and diagnostic helpers, and the table itself
+  // for the Python package.
+  m.def("_set_poison_outputs(bool on) -> bool", &set_poison_outputs);
+  m.def("simd_target() -> str", &simd_target);
+  m.def("_op_table() -> str", &op_table);
+}
+
+TORCH_LIBRARY_IMPL(gelu_fusion, CPU, m) {
+  gelu_torch::register_backend<gelu_torch::kCpuBackend>(m);
+}
+
+// Every other device: our message naming the argument, not the
+// dispatcher's "could not run".
+TORCH_LIBRARY_IMPL(gelu_fusion, CompositeExplicitAutograd, m) {
+  for (const gelu_torch::Surface& s : gelu_torch::all_surfaces())
+    m.impl(s.qualified().c_str(),
+           torch::CppFunction::makeFromBoxedFunction<&gelu_torch::no_backend_kernel>());
+}
+
+TORCH_LIBRARY_IMPL(gelu_fusion, Autograd, m) { gelu_torch::register_autograd(m); }
+
+TORCH_LIBRARY_IMPL(gelu_fusion, ADInplaceOrView, m) {
+  gelu_torch::register_inplace_or_view(m);
+}
