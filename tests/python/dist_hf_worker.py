@@ -1,9 +1,11 @@
 """The per-process body of test_distributed_hf.py (a module of its own so
 that spawned processes can import it by name): a tiny transformers GPT-2
 trained a few steps under DDP and under FSDP2 (fully_shard, each block and
-the root), unfused and after gelu_fusion.fuse. Each rank saves, per run,
-the global loss of each step, the first step's gradients and the final
-parameters (full tensors, gathered from the shards under FSDP2)."""
+the root), unfused, fused before wrapping, and (FSDP2) fused after
+sharding. Each rank saves, per run, the global loss of each step, the
+first step's gradients, the final parameters (full tensors, gathered from
+the shards under FSDP2), our ops seen in the first step and whether the
+weights were sharded."""
 import os
 from datetime import timedelta
 
@@ -15,18 +17,12 @@ from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 MODEL = "gpt2"
+RUNS = (("ddp", ""), ("ddp", "first"), ("fsdp2", ""), ("fsdp2", "first"),
+        ("fsdp2", "after"))
 
 
 def _full(t):
     return t.full_tensor() if isinstance(t, DTensor) else t
-
-
-def _model(fused):
-    import gelu_fusion
-    import hf_models
-
-    model = hf_models.build(MODEL)  # the same weights on every rank and run
-    return gelu_fusion.fuse(model) if fused else model
 
 
 def _wrap(model, how, world):
@@ -39,11 +35,18 @@ def _wrap(model, how, world):
     return model
 
 
-def train(how, fused, rank, world, steps):
+def train(how, fuse, rank, world, steps):
+    """fuse: '' (unfused), 'first' (fuse, then wrap) or 'after' (wrap,
+    then fuse the wrapped model)."""
+    import gelu_fusion
     import hf_models
 
-    model = _model(fused)
+    model = hf_models.build(MODEL)  # the same weights on every rank and run
+    if fuse == "first":
+        model = gelu_fusion.fuse(model)
     wrapped = _wrap(model, how, world)
+    if fuse == "after":
+        model = gelu_fusion.fuse(model)
     opt = torch.optim.SGD(wrapped.parameters(), lr=0.05, momentum=0.9)
     losses, grads, ops = [], None, None
     for step in range(steps):
@@ -81,13 +84,12 @@ def run(rank, world, port, out_dir, steps):
                             timeout=timedelta(seconds=120))
     try:
         out = {}
-        for how in ("ddp", "fsdp2"):
-            for fused in (False, True):
-                key = f"{how}_{'fused' if fused else 'ref'}"
-                try:
-                    out[key] = train(how, fused, rank, world, steps)
-                except Exception as e:  # reported by the test, with the reason
-                    out[key] = {"error": f"{type(e).__name__}: {e}"}
+        for how, fuse in RUNS:
+            key = f"{how}_{fuse or 'ref'}"
+            try:
+                out[key] = train(how, fuse, rank, world, steps)
+            except Exception as e:  # reported by the test, with the reason
+                out[key] = {"error": f"{type(e).__name__}: {e}"}
         torch.save(out, os.path.join(out_dir, f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
