@@ -2,7 +2,9 @@
 tests/python/hf_models.py, built wider): for each model, the GELU sites
 fuse finds and what each became, the time fuse takes, and the time of a
 training step (forward, loss, backward, SGD step) fused over unfused, on 1
-and 2 threads (interleaved rounds, median).
+and 2 threads (interleaved rounds; the fastest round of each, which other
+load on the machine disturbs least). gelu_10's row compares two unfused
+models (fuse leaves it), so its ratio shows the noise of the machine.
 
     PYTHONPATH=build/python .venv/bin/python bench/hf_models_bench.py \\
         [--rounds N] [--d 128] [--ff 512] [--seq 64] [--models a,b]
@@ -31,7 +33,7 @@ def train_step(model, opt, x):
 
 
 def step_times(models, x, rounds, warmup=2):
-    """Median seconds of a training step for each model, rounds
+    """The fastest training step of each model, in seconds, rounds
     interleaved so that drift in the machine's speed hits all alike."""
     opts = [torch.optim.SGD(m.parameters(), lr=1e-4) for m in models]
     for m, o in zip(models, opts):
@@ -43,7 +45,7 @@ def step_times(models, x, rounds, warmup=2):
             t0 = time.perf_counter()
             train_step(m, o, x)
             times[i].append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in times]
+    return [min(t) for t in times]
 
 
 def fuse_time(model, repeats=3):
