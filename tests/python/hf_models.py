@@ -42,7 +42,7 @@ class Spec:
     act: str                         # the activation the tests use
     sites: int                       # GELU sites found in the model
     fused: bool = True               # whether fuse must fuse them
-    inputs: str = "lm"               # lm | image | image_no_label
+    inputs: str = "lm"               # lm | image | image_no_label | audio
     # A GELU fuse does not reach yet: the tests that every site is found
     # and fused expect to fail (strictly) with this reason.
     known: str = ""
@@ -119,6 +119,15 @@ def _gemma2(act, z):
                                    sliding_window=4, hidden_activation=act))
 
 
+def _whisper(act, z):
+    # The encoder's two convolutions are followed by F.gelu written inline.
+    return T.WhisperConfig(**_small(num_mel_bins=8, encoder_layers=1, decoder_layers=1,
+                                    encoder_attention_heads=2, decoder_attention_heads=2,
+                                    d_model=z.d, encoder_ffn_dim=z.ff, decoder_ffn_dim=z.ff,
+                                    max_source_positions=z.seq, max_target_positions=z.seq,
+                                    decoder_start_token_id=1, activation_function=act))
+
+
 def _vit(act, z):
     return T.ViTConfig(hidden_size=z.d, num_hidden_layers=2, num_attention_heads=2,
                        intermediate_size=z.ff, image_size=z.image, patch_size=8,
@@ -151,6 +160,11 @@ MODELS: Dict[str, Spec] = {
     # encoder-decoders
     "t5_gated": Spec(T.T5ForConditionalGeneration, _t5, "gelu_new", 3),
     "bart": Spec(T.BartForConditionalGeneration, _bart, "gelu", 2),
+    "whisper": Spec(T.WhisperForConditionalGeneration, _whisper, "gelu", 4,
+                    inputs="audio", known=(
+                        "WhisperEncoder.forward applies F.gelu to its two "
+                        "convolutions inline, and that forward is not traced "
+                        "(optional arguments): both stay on PyTorch, unlisted")),
     # gated (GeGLU) decoders
     "gemma": Spec(T.GemmaForCausalLM, _gemma, "gelu_pytorch_tanh", 2),
     "gemma2": Spec(T.Gemma2ForCausalLM, _gemma2, "gelu_pytorch_tanh", 2),
@@ -195,6 +209,9 @@ def inputs(name: str, seed: int = 1, size: Size = TINY) -> dict:
             x["labels"] = torch.randint(0, 3, (size.batch,), generator=g)
         return x
     ids = torch.randint(3, VOCAB, (size.batch, size.seq), generator=g)
+    if spec.inputs == "audio":  # the encoder's convolutions halve 2 * seq frames
+        mel = torch.randn(size.batch, 8, 2 * size.seq, generator=g)
+        return {"input_features": mel, "labels": ids}
     return {"input_ids": ids, "labels": ids.clone()}
 
 

@@ -1,6 +1,7 @@
 """gelu_fusion.fuse on transformers' own model classes (hf_models.py: tiny
-random configs of decoders, encoders, encoder-decoders, GeGLU decoders and
-vision models), one for each GELU of transformers' activation table:
+random configs of decoders, encoders, encoder-decoders (text and audio),
+GeGLU decoders and vision models), one for each GELU of transformers'
+activation table:
 
 - every ACT2FN GELU that computes one of our forms is fused in a model, and
   the clipped one (gelu_10) stays unfused with a reason;
