@@ -2,7 +2,8 @@
 transformers' own classes from tiny random configs (nothing downloaded).
 
 MODELS maps a name to a Spec: the model class, a config factory taking the
-activation's ACT2FN key, the activation the tests use, what fuse must make
+activation's ACT2FN key and a Size (TINY for the tests, wider for
+bench/hf_models_bench.py), the activation the tests use, what fuse must make
 of the model's GELU sites, and the inputs (with labels, so the model
 computes its own loss). Each config field that selects the activation
 (`hidden_act`, `activation_function`, `feed_forward_proj`, ...) is set from
@@ -40,8 +41,8 @@ class Spec:
     cls: type
     config: Callable[[str, Size], object]  # (ACT2FN key, size) -> config
     act: str                         # the activation the tests use
-    sites: int                       # GELU sites found in the model
-    fused: bool = True               # whether fuse must fuse them
+    sites: int                       # GELUs the model computes
+    fused: bool = True               # whether fuse must find and fuse each
     inputs: str = "lm"               # lm | image | image_no_label | audio
     # A GELU fuse does not reach yet: the tests that every site is found
     # and fused expect to fail (strictly) with this reason.
