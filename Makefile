@@ -13,7 +13,7 @@ GELU_WERROR ?= $(if $(filter true,$(CI)),ON,OFF)
 GELU_MEASURE_COMPILES ?= $(if $(filter true,$(CI)),ON,OFF)
 export GELU_WERROR GELU_MEASURE_COMPILES
 
-.PHONY: all deps configure build run test test-unit check bench clean format format-check
+.PHONY: all deps configure build run test test-unit check bench clean format format-check gpu-check
 
 all: build
 
@@ -67,6 +67,11 @@ test-fuzz: deps
 	JOBS=$(JOBS) bash scripts/sanitize.sh fuzz 60
 fuzz: deps
 	JOBS=$(JOBS) bash scripts/sanitize.sh fuzz $(FUZZ_SECONDS)
+
+# The CUDA backend's check, on a machine with a GPU (no apt, pip or network
+# needed): scripts/gpu-check.sh, docs/cuda.md.
+gpu-check:
+	bash scripts/gpu-check.sh
 
 bench: build
 	$(BUILD)/bench/gelu_bench $(ARGS)

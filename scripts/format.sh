@@ -12,10 +12,10 @@ CLANG_FORMAT=${CLANG_FORMAT:-clang-format}
 # Tracked files when this is a git checkout, else every C++ file outside the
 # build directories.
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  mapfile -t files < <(git ls-files -- '*.cpp' '*.hpp' '*.h')
+  mapfile -t files < <(git ls-files -- '*.cpp' '*.hpp' '*.h' '*.cu' '*.cuh')
 else
   mapfile -t files < <(find . -path './build*' -prune -o \
-    \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' \) -type f -print | sort)
+    \( -name '*.cpp' -o -name '*.hpp' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) -type f -print | sort)
 fi
 
 case "${1:-}" in

@@ -34,6 +34,16 @@ set(GELU_CPU_UNIT_TARGETS "${GELU_CPU_UNIT_TARGETS_DEFAULT}" CACHE STRING
 if(GELU_SANITIZE)  # one static target: one object per unit
   set(GELU_CPU_UNIT_TARGETS ALL)
 endif()
+# The kernels for this machine's CPU only (-march=native, Highway's static
+# target), as the sanitizer builds compile them: a quarter of the build, for
+# a machine that builds to test its GPU (scripts/gpu-check.sh). The C++
+# units of every target get the flags, so that all agree on the target.
+option(GELU_CPU_HOST_ONLY "Compile the CPU kernels for this machine's CPU only" OFF)
+if(GELU_CPU_HOST_ONLY AND NOT GELU_SANITIZE)
+  set(GELU_CPU_UNIT_TARGETS ALL)
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-march=native>
+    $<$<COMPILE_LANGUAGE:CXX>:-DHWY_COMPILE_ONLY_STATIC=1>)
+endif()
 
 set(GELU_CPU_SOURCES ${CMAKE_CURRENT_LIST_DIR}/kernels_dispatch.cpp)
 set(GELU_CPU_OBJECTS)

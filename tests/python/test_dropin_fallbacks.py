@@ -180,3 +180,28 @@ def test_python_numbers_and_integer_tensors():
     for form in FORMS:
         with pytest.raises(RuntimeError):
             gelu_fusion.gelu(torch.arange(4), form)
+
+
+@pytest.mark.parametrize("form", ("none", "tanh", "quick"))
+def test_composed_fallback_keeps_the_limits(form):
+    """float64 (PyTorch's composition) has the kernels' limits: gelu(-inf)
+    is 0, gelu(+inf) is +inf, NaN stays NaN, forward and backward finite."""
+    x = torch.tensor([float("-inf"), -1e30, -40.0, 0.0, 3.0, float("inf"),
+                      float("nan")], dtype=torch.float64, requires_grad=True)
+    for y in (gelu_fusion.gelu(x, form), gelu_fusion.bias_gelu(x, torch.zeros(7,
+              dtype=torch.float64), form), gelu_fusion.add_gelu(x, 0.0, form)):
+        assert y[0].item() == 0.0 and y[1].item() == 0.0
+        assert y[5].item() == float("inf") and torch.isnan(y[6])
+        (g,) = torch.autograd.grad(y[:5].sum(), x)
+        assert torch.isfinite(g[:5]).all()
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16, torch.float32))
+def test_add_gelu_with_a_python_scalar(dtype):
+    """gelu(a + 2.0) for every kernel dtype, as the sum then gelu computes it
+    (PyTorch has no float16 GELU on CPU to fall back to)."""
+    a = (torch.randn(5, 7) * 3).to(dtype)
+    got = gelu_fusion.add_gelu(a, 2.0, "tanh")
+    assert got.dtype == dtype
+    assert torch.equal(got, gelu_fusion.gelu(a + 2.0, "tanh"))
+    assert torch.equal(gelu_fusion.add_gelu(2.0, a), gelu_fusion.gelu(2.0 + a))

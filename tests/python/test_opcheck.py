@@ -78,3 +78,21 @@ def test_every_table_op_is_registered():
         assert f"gelu_fusion.{decl['name']}.out" in names
         if any(t["optional"] for t in decl["tensors"]):
             assert f"gelu_fusion.{decl['name']}_and_value.default" in names
+
+
+def test_generated_functions_call_the_ops():
+    """gelu_fusion.ops has one function per op of the table, calling it."""
+    import gelu_fusion
+
+    for decl in _surface.TABLE:
+        fn = getattr(gelu_fusion.ops, decl["name"])
+        assert decl["formula"] in fn.__doc__
+        tensors = _inputs(decl, torch.float32)
+        got = fn(*tensors.values(), approximate="quick")
+        want = getattr(ops, decl["name"])(*tensors.values(), approximate="quick")
+        got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+        assert all(torch.equal(g, w) for g, w in zip(got, want))
+    with pytest.raises(TypeError, match=r"ops.bias_gelu: takes 2 tensors \(x, bias\)"):
+        gelu_fusion.ops.bias_gelu(torch.zeros(3))
+    with pytest.raises(TypeError, match=r"unexpected keyword 'gelu_half'"):
+        gelu_fusion.ops.gelu(torch.zeros(3), gelu_half="second")

@@ -230,6 +230,19 @@ void autograd_kernel(const c10::OperatorHandle& handle, c10::DispatchKeySet,
   const size_t n_in = s.inputs.size();
   const size_t n_attr = has_gelu_half(fwd) ? 2 : 1;
   auto args = torch::jit::last(*stack, n_in + n_attr);
+  // Nothing to record (no input requires grad, none carries a tangent): the
+  // kernel alone.
+  const bool grad_mode = at::GradMode::is_enabled();
+  bool record = false;
+  for (size_t k = 0; k < n_in && !record; ++k) {
+    const Tensor& t = args[k].toTensor();
+    record = (grad_mode && t.requires_grad()) || t._fw_grad(/*level=*/0).defined();
+  }
+  if (!record) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    handle.callBoxed(stack);
+    return;
+  }
   std::vector<Tensor> in;
   for (size_t k = 0; k < n_in; ++k) in.push_back(args[k].toTensor());
   Attrs a;

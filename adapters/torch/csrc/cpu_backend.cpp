@@ -6,6 +6,17 @@ namespace gelu_torch {
 const Backend kCpuBackend{
     c10::DeviceType::CPU, "CPU", "a CPU tensor",
     [](const gelu::core::OpDecl& op, std::span<const gelu::TensorRef> tensors,
-       const gelu::Options& options) { op.call(tensors, options); }};
+       const gelu::Options& options, c10::Device) { op.call(tensors, options); }};
+
+namespace {
+constexpr const Backend* kBackends[] = {
+    &kCpuBackend,
+#ifdef GELU_TORCH_CUDA
+    &kCudaBackend,
+#endif
+};
+}  // namespace
+
+std::span<const Backend* const> all_backends() { return kBackends; }
 
 }  // namespace gelu_torch

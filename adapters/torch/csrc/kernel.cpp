@@ -40,7 +40,9 @@ const Surface& surface_of(const c10::OperatorHandle& op) {
 namespace {
 
 // Tensors of this shape rule have the primary's shape (and layout).
-bool primary_shaped(ShapeRule r) { return r == ShapeRule::primary || r == ShapeRule::same; }
+bool primary_shaped(ShapeRule r) {
+  return r == ShapeRule::primary || r == ShapeRule::same;
+}
 
 gelu::DType gelu_dtype(at::ScalarType t) {
   return t == at::kBFloat16 ? gelu::DType::bf16
@@ -80,6 +82,14 @@ void run_kernel(const Backend& b, const Surface& s, torch::jit::Stack* stack) {
     in_dtype[k] = dtype_of(b, op, torch_name(d.tensors[s.inputs[k]]), in[k]);
     if (s.inputs[k] == d.primary()) pk = static_cast<int>(k);
   }
+  // Every tensor on the primary's device (a backend runs on one device).
+  const auto same_device = [&](const char* name, const Tensor& t) {
+    TORCH_CHECK(t.device() == in[pk].device(), "gelu_fusion::", op, ": ", name,
+                " is on ", t.device(), ", expected ", in[pk].device(),
+                " (the device of ", torch_name(d.tensors[d.primary()]), ")");
+  };
+  for (size_t k = 0; k < n_in; ++k)
+    same_device(torch_name(d.tensors[s.inputs[k]]), in[k]);
   const std::string_view approximate = args[n_in].toStringView();
   std::string_view half;
   if (n_attr == 2) half = args[n_in + 1].toStringView();
@@ -99,8 +109,8 @@ void run_kernel(const Backend& b, const Surface& s, torch::jit::Stack* stack) {
   std::array<Tensor, kMaxTensors> t;
   for (size_t k = 0; k < n_in; ++k) {
     const Tensor& x = in[k];
-    t[s.inputs[k]] =
-        primary_shaped(d.tensors[s.inputs[k]].shape) ? lay.in(x) : x.contiguous();
+    t[s.inputs[k]] = primary_shaped(d.tensors[s.inputs[k]].shape) ? lay.in(x)
+                                                                  : x.contiguous();
   }
   const std::vector<int64_t> pshape(t[d.primary()].sizes().begin(),
                                     t[d.primary()].sizes().end());
@@ -127,13 +137,15 @@ void run_kernel(const Backend& b, const Surface& s, torch::jit::Stack* stack) {
     const char* name = one_out ? "out" : torch_name(d.tensors[i]);
     given[i] = args[n_in + n_attr + g].toTensor();
     check_out(b, op, name, given[i], dtype);
+    same_device(name, given[i]);
     if (exact_out) {
       // Written in place, never resized: y (or grad_x) may be grad_output
       // itself, which the library allows for an output of its shape.
-      TORCH_CHECK(given[i].sizes() == at::IntArrayRef(shape) && given[i].is_contiguous(),
-                  "gelu_fusion::", op, ": ", name, " has shape ", given[i].sizes(),
-                  (given[i].is_contiguous() ? "" : " (not contiguous)"),
-                  ", expected a contiguous tensor of shape ", at::IntArrayRef(shape));
+      TORCH_CHECK(
+          given[i].sizes() == at::IntArrayRef(shape) && given[i].is_contiguous(),
+          "gelu_fusion::", op, ": ", name, " has shape ", given[i].sizes(),
+          (given[i].is_contiguous() ? "" : " (not contiguous)"),
+          ", expected a contiguous tensor of shape ", at::IntArrayRef(shape));
       t[i] = given[i];
     } else {
       // out keeps its own layout (as aten's out= variants): a result
@@ -148,7 +160,9 @@ void run_kernel(const Backend& b, const Surface& s, torch::jit::Stack* stack) {
   for (int i = 0; i < n; ++i)
     refs[i] = {t[i].data_ptr(), gelu_dtype(t[i].scalar_type()),
                std::vector<int64_t>(t[i].sizes().begin(), t[i].sizes().end())};
-  call([&] { b.run(d, std::span<const gelu::TensorRef>(refs.data(), n), o); });
+  call([&] {
+    b.run(d, std::span<const gelu::TensorRef>(refs.data(), n), o, x_in.device());
+  });
 
   // Results in the input's layout.
   const auto restore = [&](int i) {
@@ -172,19 +186,29 @@ void no_backend_kernel(const c10::OperatorHandle& handle, c10::DispatchKeySet,
   const auto name = [&](size_t k) {
     if (k < s.inputs.size()) return torch_name(d.tensors[s.inputs[k]]);
     const bool one_out = s.variant == Variant::out && s.outputs.size() == 1;
-    return one_out ? "out" : torch_name(d.tensors[s.given[k - s.inputs.size() - n_attr]]);
+    return one_out ? "out"
+                   : torch_name(d.tensors[s.given[k - s.inputs.size() - n_attr]]);
+  };
+  // "a CPU tensor or a CUDA tensor": the devices this build has kernels for.
+  std::string expected;
+  for (const Backend* b : all_backends())
+    expected += (expected.empty() ? "" : " or ") + std::string(b->expected);
+  const auto has_kernels = [](c10::DeviceType t) {
+    for (const Backend* b : all_backends())
+      if (b->device == t) return true;
+    return false;
   };
   for (size_t k = 0; k < n_args; ++k) {
     if (!args[k].isTensor()) continue;
     const Tensor& x = args[k].toTensor();
     if (!x.defined()) continue;
-    TORCH_CHECK(x.device().type() == kCpuBackend.device, "gelu_fusion::", s.name, ": ",
-                name(k), " is on ", x.device(), ", expected ", kCpuBackend.expected);
+    TORCH_CHECK(has_kernels(x.device().type()), "gelu_fusion::", s.name, ": ", name(k),
+                " is on ", x.device(), ", expected ", expected);
     TORCH_CHECK(x.layout() == at::kStrided, "gelu_fusion::", s.name, ": ", name(k),
                 " has layout ", x.layout(), ", expected a strided (dense) tensor");
   }
   TORCH_CHECK(false, "gelu_fusion::", s.name, ": no kernel for these tensors (",
-              handle.schema().name(), "), expected ", kCpuBackend.expected);
+              handle.schema().name(), "), expected ", expected);
 }
 
 }  // namespace gelu_torch

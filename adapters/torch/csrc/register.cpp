@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include "autograd.hpp"
+#include "form_ops.hpp"
 #include "kernel.hpp"
 
 namespace gelu_torch {
@@ -17,6 +18,13 @@ bool set_poison_outputs(bool on) {
 }
 
 std::string simd_target() { return gelu::simd_target(); }
+// The device types with kernels in this build ("cpu", "cuda").
+std::vector<std::string> devices() {
+  std::vector<std::string> out;
+  for (const Backend* b : all_backends())
+    out.push_back(c10::DeviceTypeName(b->device, /*lower_case=*/true));
+  return out;
+}
 std::string op_table() { return op_table_json(); }
 
 // A backend's kernels, for every operator.
@@ -41,12 +49,25 @@ TORCH_LIBRARY(gelu_fusion, m) {
   // for the Python package.
   m.def("_set_poison_outputs(bool on) -> bool", &set_poison_outputs);
   m.def("simd_target() -> str", &simd_target);
+  m.def("_devices() -> str[]", &devices);
   m.def("_op_table() -> str", &op_table);
+  // The Python functions' eager entry points, one per op and form.
+  define_form_ops(m);
+}
+
+TORCH_LIBRARY_IMPL(gelu_fusion, CompositeImplicitAutograd, m) {
+  gelu_torch::register_form_ops(m);
 }
 
 TORCH_LIBRARY_IMPL(gelu_fusion, CPU, m) {
   gelu_torch::register_backend<gelu_torch::kCpuBackend>(m);
 }
+
+#ifdef GELU_TORCH_CUDA
+TORCH_LIBRARY_IMPL(gelu_fusion, CUDA, m) {
+  gelu_torch::register_backend<gelu_torch::kCudaBackend>(m);
+}
+#endif
 
 // Every other device: our message naming the argument, not the
 // dispatcher's "could not run".

@@ -37,12 +37,12 @@ std::vector<const gelu::core::AttrDecl*> attrs_of(const OpDecl& op) {
 
 Surface make(const OpDecl& op, Variant v) {
   Surface s{&op, v, {}, {}, {}, -1, {}, {}};
-  const bool value_variant =
-      v == Variant::value || v == Variant::value_out || v == Variant::value_grad_x_out;
+  const bool value_variant = v == Variant::value || v == Variant::value_out ||
+                             v == Variant::value_grad_x_out;
   s.name = std::string(op.name) + (value_variant ? "_and_value" : "");
   s.overload = v == Variant::out || v == Variant::value_out ? "out"
-               : v == Variant::value_grad_x_out            ? "grad_x_out"
-                                                           : "";
+               : v == Variant::value_grad_x_out             ? "grad_x_out"
+                                                            : "";
   for (int i = 0; i < op.num_tensors; ++i) {
     const TensorDecl& t = op.tensors[i];
     if (!t.output()) {
@@ -61,9 +61,7 @@ Surface make(const OpDecl& op, Variant v) {
     case Variant::value: break;
     case Variant::out: s.given = s.outputs; break;
     case Variant::value_out: s.given = {s.value}; break;
-    case Variant::value_grad_x_out:
-      s.given = {op.tensor_of(Role::dx), s.value};
-      break;
+    case Variant::value_grad_x_out: s.given = {op.tensor_of(Role::dx), s.value}; break;
   }
   return s;
 }
@@ -129,7 +127,8 @@ const std::vector<Surface>& all_surfaces() {
       if (op.required_tensors() < op.num_tensors) {
         v.push_back(make(op, Variant::value));
         v.push_back(make(op, Variant::value_out));
-        if (op.tensor_of(Role::dx) >= 0) v.push_back(make(op, Variant::value_grad_x_out));
+        if (op.tensor_of(Role::dx) >= 0)
+          v.push_back(make(op, Variant::value_grad_x_out));
       }
     }
     return v;
@@ -210,14 +209,15 @@ std::string op_table_json() {
     s << (first_op ? "" : ",") << "{\"name\":" << q(op.name)
       << ",\"kind\":" << q(kind_text(op.kind))
       << ",\"primary_rule\":" << q(primary_text(op.primary_rule))
-      << ",\"formula\":" << q(op.formula) << ",\"backward\":"
-      << (op.backward ? q(op.backward) : "null")
+      << ",\"formula\":" << q(op.formula)
+      << ",\"backward\":" << (op.backward ? q(op.backward) : "null")
       << ",\"forward\":" << (op.forward ? q(op.forward) : "null") << ",\"tensors\":[";
     first_op = false;
     for (int i = 0; i < op.num_tensors; ++i) {
       const TensorDecl& t = op.tensors[i];
       s << (i ? "," : "") << "{\"name\":" << q(t.name)
-        << ",\"torch_name\":" << q(torch_name(t)) << ",\"role\":" << q(role_text(t.role))
+        << ",\"torch_name\":" << q(torch_name(t))
+        << ",\"role\":" << q(role_text(t.role))
         << ",\"shape\":" << q(shape_text(t.shape)) << ",\"dtype\":"
         << q(t.dtype == gelu::core::DTypeRule::same ? "same" : "same_or_f32")
         << ",\"optional\":" << (t.optional ? "true" : "false")

@@ -5,6 +5,7 @@ and a one-line model patch.
     y = gelu_fusion.gelu(x)                    # like F.gelu(x)
     y = gelu_fusion.bias_gelu(x, bias)         # gelu(x + bias), one pass
     r = gelu_fusion.patch(model, fuse_bias=True)  # int count; r.skipped
+    model = torch.compile(model, backend=gelu_fusion.backend())  # fused, compiled
 
 The fused kernels live in ``torch.ops.gelu_fusion`` (float32, bfloat16 and
 float16 on CPU), so TorchScript can call them too; the functions and modules
@@ -22,11 +23,13 @@ from .gelu_linear import GegluLinear, GeluLinear, bias_gelu_linear, geglu_linear
 from .modules import GELU, BiasGELU, LinearBiasGELU
 from .patch import PatchResult, patch
 from .fusion import fuse
+from .fusion_compile import backend
 from .fusion_explain import explain
 from .workspace import empty_cache
+from . import ops  # noqa: F401  (every op of the table as a function)
 
 __all__ = ["gelu", "bias_gelu", "add_gelu", "geglu", "GELU", "BiasGELU",
-           "LinearBiasGELU", "patch", "PatchResult", "fuse", "explain", "simd_target",
+           "LinearBiasGELU", "patch", "PatchResult", "fuse", "backend", "explain", "simd_target",
            "bias_gelu_linear", "geglu_linear", "GeluLinear", "GegluLinear", "empty_cache"]
 
 

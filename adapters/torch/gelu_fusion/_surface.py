@@ -3,8 +3,8 @@
 The extension defines every operator from the table (csrc/surface.cpp) and
 exports the table itself as JSON (``torch.ops.gelu_fusion._op_table()``).
 Here, in one loop over it, each operator gets its fake kernel (what
-torch.compile, torch.export and FakeTensor run instead of the real one) and
-each op a plain Python function in ``gelu_fusion.ops``. Nothing about a
+torch.compile, torch.export and FakeTensor run instead of the real one);
+ops.py makes each op a Python function the same way. Nothing about a
 particular op is written here: shapes, dtypes, results and messages follow
 the table's rules.
 

@@ -35,11 +35,32 @@ _GELU = _ops.gelu.default
 _BIAS_GELU = _ops.bias_gelu.default
 _ADD_GELU = _ops.add_gelu.default
 _GEGLU = _ops.geglu.default
-_gelu = _GELU._op
-_bias_gelu = _BIAS_GELU._op
-_add_gelu = _ADD_GELU._op
-_geglu = _GEGLU._op
 _compiling = torch.compiler.is_compiling
+_FORMS = ("none", "tanh", "quick")
+
+
+def _form_ops(op: str) -> dict:
+    """The op's per-form eager entry points (csrc/form_ops.cpp), by form, or
+    by (form, gelu_half) for an op with halves: each takes only the op's
+    tensors, so no call passes a str to parse (about 0.2 us), and gelu's
+    picks the kernel or PyTorch's composition itself (in C++, cheaper than
+    reading the tensor's attributes here)."""
+    table = {}
+    for form in _FORMS:
+        table[form] = getattr(_ops, f"_{op}_{form}").default._op
+        if hasattr(_ops, f"_{op}_{form}_second"):
+            table[(form, "first")] = table.pop(form)
+            table[(form, "second")] = getattr(_ops, f"_{op}_{form}_second").default._op
+    return table
+
+
+_GELU_BY_FORM = _form_ops("gelu")
+# The default form through the op itself (no str passed: none to parse), so
+# that torch.jit.trace records the op, not a private entry point; gelu's
+# entry points also choose the composition for tensors without a kernel.
+_BIAS_GELU_BY_FORM = {**_form_ops("bias_gelu"), "none": _BIAS_GELU._op}
+_ADD_GELU_BY_FORM = {**_form_ops("add_gelu"), "none": _ADD_GELU._op}
+_GEGLU_BY_FORM = {**_form_ops("geglu"), ("none", "first"): _GEGLU._op}
 
 # torch.jit.is_scripting bound once: eager calls skip two attribute lookups
 # (~80 ns, bench/call_overhead.py); TorchScript resolves the alias to the
@@ -49,7 +70,6 @@ _is_scripting = torch.jit.is_scripting
 # What the kernels compute: strided CPU tensors of these dtypes.
 _KERNEL_DTYPES = frozenset((torch.float32, torch.bfloat16, torch.float16))
 _STRIDED = torch.strided
-_FORMS = ("none", "tanh", "quick")
 # 'quick' GELU's constant (Hendrycks & Gimpel, "Gaussian Error Linear
 # Units", section 2: x * sigmoid(1.702 x)); the library uses the same.
 _QUICK = 1.702
@@ -67,19 +87,22 @@ def _check_form(op: str, approximate: str) -> None:
 
 def _composed_gelu(x: Tensor, approximate: str) -> Tensor:
     """PyTorch's own GELU of each form (for tensors without a kernel), with
-    the library's limit gelu(-inf) = 0 (x * Phi(x) is -inf * 0 = NaN there)."""
+    the library's limit gelu(-inf) = 0 and gradient 0 there (x * Phi(x) is
+    -inf * 0 = NaN, and so is its derivative): -inf is computed as 0."""
+    if approximate == "quick" and not (x.is_floating_point() or x.is_complex()):
+        # As F.gelu: no GELU of an integer tensor (sigmoid would promote).
+        raise RuntimeError(f"gelu_fusion::gelu: x has dtype {x.dtype}, "
+                           "expected a floating-point dtype")
+    ninf = None
+    if isinstance(x, Tensor) and x.is_floating_point() and x.layout is _STRIDED:
+        # torch.where keeps the inputs' strides, forward and backward.
+        ninf = x == float("-inf")
+        x = torch.where(ninf, 0.0, x)
     if approximate == "quick":
-        if not (x.is_floating_point() or x.is_complex()):
-            # As F.gelu: no GELU of an integer tensor (sigmoid would promote).
-            raise RuntimeError(f"gelu_fusion::gelu: x has dtype {x.dtype}, "
-                               "expected a floating-point dtype")
         y = x * torch.sigmoid(_QUICK * x)
     else:
         y = F.gelu(x, approximate=approximate)
-    if isinstance(x, Tensor) and x.is_floating_point() and x.layout is _STRIDED:
-        # torch.where keeps the inputs' strides, forward and backward.
-        y = torch.where(x == float("-inf"), 0.0, y)
-    return y
+    return y if ninf is None else torch.where(ninf, 0.0, y)
 
 
 def _shape(t: Tensor) -> str:
@@ -129,11 +152,10 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
         if _scripted_on_kernel(x):
             return torch.ops.gelu_fusion.gelu(x, approximate=approximate)
         return _scripted_composed(x, approximate)
-    if (type(x) is Tensor and x.dtype in _KERNEL_DTYPES and x.is_cpu
-            and x.layout is _STRIDED):
-        if _compiling():
-            return _GELU(x, approximate=approximate)
-        return _gelu(x, approximate)
+    if type(x) is Tensor and not _compiling():
+        op = _GELU_BY_FORM.get(approximate)
+        if op is not None:
+            return op(x)  # the kernel, or PyTorch's composition
     return _gelu_other(x, approximate)
 
 
@@ -159,9 +181,10 @@ def bias_gelu(x: Tensor, bias: Tensor, approximate: str = "none") -> Tensor:
         return _scripted_composed(x + bias, approximate)
     if (type(x) is Tensor and x.dtype in _KERNEL_DTYPES and bias.dtype is x.dtype
             and x.is_cpu and x.layout is _STRIDED):
-        if _compiling():
-            return _BIAS_GELU(x, bias, approximate=approximate)
-        return _bias_gelu(x, bias, approximate)
+        op = _BIAS_GELU_BY_FORM.get(approximate)
+        if op is not None and not _compiling():
+            return op(x, bias)
+        return _BIAS_GELU(x, bias, approximate=approximate)
     return _bias_gelu_other(x, bias, approximate)
 
 
@@ -194,9 +217,10 @@ def add_gelu(a: Tensor, b: Tensor, approximate: str = "none") -> Tensor:
     if (type(a) is Tensor and type(b) is Tensor and a.dtype in _KERNEL_DTYPES
             and b.dtype is a.dtype and a.is_cpu and a.layout is _STRIDED
             and a.shape == b.shape):
-        if _compiling():
-            return _ADD_GELU(a, b, approximate=approximate)
-        return _add_gelu(a, b, approximate)
+        op = _ADD_GELU_BY_FORM.get(approximate)
+        if op is not None and not _compiling():
+            return op(a, b)
+        return _ADD_GELU(a, b, approximate=approximate)
     return _add_gelu_other(a, b, approximate)
 
 
@@ -255,9 +279,10 @@ def geglu(x: Tensor, approximate: str = "none", gelu_half: str = "first") -> Ten
         return _scripted_composed(x[..., :h], approximate) * x[..., h:]
     if (type(x) is Tensor and x.dtype in _KERNEL_DTYPES and x.is_cpu
             and x.layout is _STRIDED):
-        if _compiling():
-            return _GEGLU(x, approximate=approximate, gelu_half=gelu_half)
-        return _geglu(x, approximate, gelu_half)
+        op = _GEGLU_BY_FORM.get((approximate, gelu_half))
+        if op is not None and not _compiling():
+            return op(x)
+        return _GEGLU(x, approximate=approximate, gelu_half=gelu_half)
     return _geglu_other(x, approximate, gelu_half)
 
 

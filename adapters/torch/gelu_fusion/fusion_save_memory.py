@@ -15,8 +15,9 @@ weight [in, out]; fusion_conv1d), which runs as F.linear with weight.t():
 - geglu(x) / geglu of the second half / geglu of two Linears -> Linear
 
 A dropout between the GELU and the second Linear is left unfused (the
-dropout's input is kept as PyTorch keeps it), except nn.Dropout(p=0) and
-nn.Identity, which are dropped; explain() says which. Checked at each call
+dropout's input is kept as PyTorch keeps it), except nn.Dropout(p=0),
+F.dropout with a constant p=0 (nn.Dropout(p=0) as torch.compile inlines it)
+and nn.Identity, which are dropped; explain() says which. Checked at each call
 (fusion_runtime): the tensors fit the kernels (else the original
 expression).
 """
@@ -59,6 +60,11 @@ def _second_linear(gm, node: Node):
         mod = g.module_of(gm, user)
         if type(mod) is nn.Identity or (type(mod) in _DROPOUTS and mod.p == 0):
             between.append(user)
+            cur = user
+            continue
+        if g.calls(user, (F.dropout,)) and user.args[:1] == (cur,) \
+                and g.arg(user, 1, "p", 0.5) == 0 and not g.arg(user, 3, "inplace", False):
+            between.append(user)  # F.dropout(y, 0.0): nn.Dropout(p=0) inlined
             cur = user
             continue
         if isinstance(mod, _DROPOUTS) or g.calls(user, (F.dropout,), ("dropout",)):

@@ -113,13 +113,22 @@ def _weight_grad(dz2: Tensor, y2: Tensor, weight2: Tensor) -> Tensor:
     return dz2.t().mm(y2)
 
 
+def _traced(t: Tensor) -> bool:
+    """torch.compile or make_fx is recording this code into a graph (fake
+    or proxied tensors): what runs later is the graph, not this code."""
+    from torch._subclasses.fake_tensor import is_fake
+    from torch.fx.experimental.proxy_tensor import get_proxy_mode
+    return (torch.compiler.is_compiling() or get_proxy_mode() is not None
+            or is_fake(t))
+
+
 class _ActivationLinear(torch.autograd.Function):
     """z = linear(act(h [+ bias1]), weight2, bias2); saves h, bias1, weight2."""
 
     @staticmethod
     def forward(ctx, h, bias1, weight2, bias2, approximate, gated):
         scratch = None
-        if gated:
+        if gated or _traced(h):
             y = _value(h, bias1, approximate, gated)
         else:
             # y only feeds the matmul (grad is off in here: it is not kept),
@@ -148,9 +157,13 @@ class _ActivationLinear(torch.autograd.Function):
         a = ctx.approximate
         dh = db1 = dw2 = db2 = scratch = None
         dz2 = dz.reshape(-1, dz.shape[-1])
+        traced = _traced(h)
         if need_h or need_b1:
             dy = torch.matmul(dz, weight2)
-            if dy.dtype == h.dtype and dy.is_contiguous() and not ctx.gated:
+            # Traced (torch.compile): the functional ops below, no reused
+            # buffer and no out= (the graph owns its memory).
+            fits = not traced and dy.dtype == h.dtype and dy.is_contiguous()
+            if fits and not ctx.gated:
                 # dh in place over dY (this backward's own matmul temporary,
                 # its pages already touched; dh is what leaves the node) and
                 # y into this thread's reused buffer (y only feeds dW2
@@ -165,7 +178,7 @@ class _ActivationLinear(torch.autograd.Function):
                 else:
                     db1 = _ops.bias_gelu_backward_and_value.grad_x_out(
                         dy, h, bias1, approximate=a, grad_x=dy, y=y)
-            elif dy.dtype == h.dtype and dy.is_contiguous():
+            elif fits:
                 # geglu's dh is twice dY's size, so not in place: y is written
                 # over dY, a temporary of its shape (no buffer for y).
                 y = dy

@@ -1,0 +1,93 @@
+// gelu-fusion on NVIDIA GPUs: the ops of gelu.hpp on device memory.
+//
+// Every function takes the same tensor views, options and checks as its
+// CPU namesake in gelu.hpp (the same op table: shapes, dtypes, aliasing
+// rules, error messages), with pointers to device memory (cudaMalloc,
+// cudaMallocAsync, managed memory, or a PyTorch CUDA tensor's data_ptr())
+// of the current device (cudaSetDevice), and a stream:
+//
+//   gelu::cuda::bias_gelu(x, bias, y, gelu::Options{gelu::Approx::tanh}, stream);
+//
+// A call validates its arguments on the host and throws gelu::Error on
+// misuse before anything is enqueued; then it enqueues its kernels on
+// `stream` and returns without waiting for them (results are there once
+// the stream reaches that point). `stream` is a cudaStream_t (CUstream_st*
+// is its type; nullptr is the legacy default stream); this header needs no
+// CUDA header. Options::num_threads is checked (>= 0) and otherwise unused.
+//
+// The accuracy contract is the CPU's (README): f32 within 2 ULP, bf16/f16
+// within 1 ULP, the limits at +-inf, NaN in, NaN out, and the overflow
+// boundary rule; dbias is summed in an order that depends only on the
+// shape (bit-identical on every run and GPU), not the CPU's order.
+//
+// gelu::Error also comes when there is no usable GPU, or the build has no
+// code for the current one (its CUDA architectures), or CUDA refuses a
+// launch. These functions exist in builds with the CUDA backend
+// (GELU_WITH_CUDA, the library gelu::gelu_fusion_cuda).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "gelu/gelu.hpp"
+
+struct CUstream_st;
+
+namespace gelu::cuda {
+
+// A cudaStream_t.
+using Stream = CUstream_st*;
+
+// Device memory a call may use for temporaries (bias_gelu_backward's
+// partial sums). Left empty, the call allocates and frees it itself,
+// stream-ordered (cudaMallocAsync / cudaFreeAsync on its stream).
+struct Workspace {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+// y = gelu(x)
+void gelu(ConstTensorRef x, TensorRef y, const Options& = {}, Stream = nullptr);
+// dx = dy * gelu'(x), and y = gelu(x) where y is given (not TensorRef{})
+void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                   const Options& = {}, Stream = nullptr);
+void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
+                   const Options& = {}, Stream = nullptr);
+
+// y = gelu(x + bias)
+void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y, const Options& = {},
+               Stream = nullptr);
+// dx = dy * gelu'(x + bias), dbias = column sums of dx (its order depends
+// only on x's shape), y = gelu(x + bias) where given. `workspace`, when
+// given, must hold bias_gelu_backward_workspace_bytes(x's shape).
+void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
+                        TensorRef dx, TensorRef dbias, const Options& = {},
+                        Stream = nullptr, Workspace workspace = {});
+void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
+                        TensorRef dx, TensorRef dbias, TensorRef y, const Options& = {},
+                        Stream = nullptr, Workspace workspace = {});
+// Bytes of workspace bias_gelu_backward takes for x of this shape (at most
+// 128 x its last dimension doubles).
+std::size_t bias_gelu_backward_workspace_bytes(const std::vector<int64_t>& x_shape);
+
+// y = gelu(a + b)
+void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y, const Options& = {},
+              Stream = nullptr);
+// dx = dy * gelu'(a + b)
+void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
+                       TensorRef dx, const Options& = {}, Stream = nullptr);
+
+// y [..., H] = gelu(x[..., :H]) * x[..., H:] (halves swapped with
+// Options::gelu_half = second)
+void geglu(ConstTensorRef x, TensorRef y, const Options& = {}, Stream = nullptr);
+void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                    const Options& = {}, Stream = nullptr);
+void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
+                    const Options& = {}, Stream = nullptr);
+
+// The CUDA architectures this build has code for, as CMake named them
+// ("80-real;90").
+const char* architectures();
+
+}  // namespace gelu::cuda
