@@ -132,7 +132,10 @@ def _whisper(act, z):
 def _vit(act, z):
     return T.ViTConfig(hidden_size=z.d, num_hidden_layers=2, num_attention_heads=2,
                        intermediate_size=z.ff, image_size=z.image, patch_size=8,
-                       num_labels=3, hidden_act=act)
+                       num_labels=3, hidden_act=act,
+                       # set, as the first loss would set it (a compiled
+                       # model would then compile again)
+                       problem_type="single_label_classification")
 
 
 def _clip_vision(act, z):
