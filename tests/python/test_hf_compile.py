@@ -84,3 +84,18 @@ def test_fuse_then_compile_default_backend_compiles_the_unfused_forward(name):
     assert_same_step(model, x, fused, compiled, name)
     ops = op_counts(compiled, x)  # compiled already: the step alone
     assert not any(k.startswith("gelu_fusion::") for k in ops), sorted(ops)
+
+
+def test_clipped_gelu_under_our_backend_keeps_its_clip():
+    """gelu_10 is clip(gelu(x), -10, 10). Dynamo inlines the activation, so
+    the backend sees the GELU call and may fuse it; the clip stays, and the
+    model computes what it did."""
+    name = "distilbert_gelu_10"
+    model = H.build(name)
+    fused = copy.deepcopy(model)
+    compiled = torch.compile(fused, backend=gelu_fusion.backend("aot_eager"))
+    x = H.inputs(name)
+    assert_same_step(model, x, fused, compiled, name)
+    ops, eager = op_counts(compiled, x), op_counts(model, x)
+    # torch.clip runs aten::clamp (eager, under aten::clip) or is one (compiled)
+    assert ops.get("aten::clamp", 0) == eager.get("aten::clamp", 0) > 0
