@@ -18,11 +18,10 @@ import torch
 
 import gelu_fusion
 import hf_models as H
-from test_hf_models import GELU_CALLS, GELU_PARTS, op_counts
+from hf_steps import GELU_CALLS, GELU_PARTS, assert_same_step, op_counts
 
 # A decoder through Conv1D, an encoder, a GeGLU encoder-decoder, a vision model.
 NAMES = ("gpt2", "bert", "t5_gated", "vit")
-TOL = 1e-5
 
 
 @pytest.fixture(autouse=True)
@@ -30,28 +29,6 @@ def fresh_dynamo():
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()
-
-
-def step(model, x, call=None):
-    """Loss and gradients by parameter name; `call` runs the model (its
-    compiled wrapper), `model` names the parameters."""
-    model.zero_grad(set_to_none=True)
-    torch.manual_seed(7)
-    loss = H.loss_of(model if call is None else call, x)
-    loss.backward()
-    return loss.detach(), {n: p.grad for n, p in model.named_parameters()
-                           if p.grad is not None}
-
-
-def assert_same_step(model, x, fused, compiled, name):
-    l0, g0 = step(model, x)
-    l1, g1 = step(fused, x, compiled)
-    assert abs(float(l1 - l0)) <= TOL * abs(float(l0))
-    assert g0.keys() == g1.keys()
-    scale = max(float(g.abs().max()) for g in g0.values())
-    for k in g0:
-        err = float((g1[k] - g0[k]).abs().max())
-        assert err <= TOL * scale, f"{name} grad {k}: {err:.3g} > {TOL} * {scale:.3g}"
 
 
 def _model(name):
@@ -66,11 +43,11 @@ def test_fuse_then_compile_with_our_backend(name):
     backend = gelu_fusion.backend("aot_eager")
     compiled = torch.compile(fused, backend=backend)
     x = H.inputs(name)
-    assert_same_step(model, x, fused, compiled, name)
+    assert_same_step(model, fused, x, name, compiled)
     sites = [s for r in backend.reports for s in r.sites]
     assert len(sites) >= H.MODELS[name].sites and all(s.fused for s in sites), \
         "\n".join(r.table() for r in backend.reports)
-    ops = op_counts(compiled, x)  # compiled already: the step alone
+    ops = op_counts(fused, x, compiled)  # compiled already: the step alone
     relu = op_counts(H.build(name, act="relu"), x)
     assert any(k.startswith("gelu_fusion::") for k in ops), sorted(ops)
     assert not any(ops.get(k, 0) for k in GELU_CALLS), ops
@@ -82,8 +59,8 @@ def test_fuse_then_compile_default_backend_compiles_the_unfused_forward(name):
     model, fused = _model(name)
     compiled = torch.compile(fused, backend="aot_eager")
     x = H.inputs(name)
-    assert_same_step(model, x, fused, compiled, name)
-    ops = op_counts(compiled, x)  # compiled already: the step alone
+    assert_same_step(model, fused, x, name, compiled)
+    ops = op_counts(fused, x, compiled)  # compiled already: the step alone
     assert not any(k.startswith("gelu_fusion::") for k in ops), sorted(ops)
 
 
@@ -96,7 +73,7 @@ def test_clipped_gelu_under_our_backend_keeps_its_clip():
     fused = copy.deepcopy(model)
     compiled = torch.compile(fused, backend=gelu_fusion.backend("aot_eager"))
     x = H.inputs(name)
-    assert_same_step(model, x, fused, compiled, name)
-    ops, eager = op_counts(compiled, x), op_counts(model, x)
+    assert_same_step(model, fused, x, name, compiled)
+    ops, eager = op_counts(fused, x, compiled), op_counts(model, x)
     # torch.clip runs aten::clamp (eager, under aten::clip) or is one (compiled)
     assert ops.get("aten::clamp", 0) == eager.get("aten::clamp", 0) > 0

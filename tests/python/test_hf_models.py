@@ -21,15 +21,9 @@ import torch
 
 import gelu_fusion
 import hf_models as H
+from hf_steps import FUSED_OPS, GELU_CALLS, GELU_PARTS, assert_same_step, op_counts
 
 NAMES = sorted(H.MODELS)
-FUSED_OPS = ("gelu_fusion::gelu", "gelu_fusion::bias_gelu", "gelu_fusion::add_gelu",
-             "gelu_fusion::geglu")
-# PyTorch ops a GELU leaves in a step, called or spelled out.
-GELU_CALLS = ("aten::gelu", "aten::gelu_backward")
-GELU_PARTS = ("aten::erf", "aten::tanh", "aten::sigmoid", "aten::tanh_backward",
-              "aten::sigmoid_backward")
-TOL = 1e-5  # f32, relative to the model's largest gradient (or to the loss)
 
 
 @pytest.fixture(scope="module")
@@ -50,23 +44,6 @@ def pairs():
             cache[name] = (model, fused)
         return cache[name]
     return get
-
-
-def step(model, x):
-    """Loss and gradients (by name) of one training step; dropout draws the
-    same masks in both models (same seed, same calls in the same order)."""
-    model.zero_grad(set_to_none=True)
-    torch.manual_seed(7)
-    loss = H.loss_of(model, x)
-    loss.backward()
-    return loss.detach(), {n: p.grad for n, p in model.named_parameters()
-                           if p.grad is not None}
-
-
-def op_counts(model, x):
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
-        step(model, x)
-    return {e.key: e.count for e in prof.key_averages()}
 
 
 def test_every_gelu_of_the_activation_table_is_covered():
@@ -149,14 +126,7 @@ def test_loss_and_every_gradient_equal_unfused(name, pairs):
     for train in (True, False):
         model.train(train)
         fused.train(train)
-        l0, g0 = step(model, x)
-        l1, g1 = step(fused, x)
-        assert abs(float(l1 - l0)) <= TOL * abs(float(l0)), (name, float(l0), float(l1))
-        assert g0.keys() == g1.keys()
-        scale = max(float(g.abs().max()) for g in g0.values())
-        for k in g0:
-            err = float((g1[k] - g0[k]).abs().max())
-            assert err <= TOL * scale, f"{name} grad {k}: {err:.3g} > {TOL} * {scale:.3g}"
+        assert_same_step(model, fused, x, f"{name} (train={train})")
     model.train()
     fused.train()
 
