@@ -53,4 +53,7 @@ def run(rank, world, port, out_dir, steps):
                     "ours_params": ours_params},
                    os.path.join(out_dir, f"rank{rank}.pt"))
     finally:
+        # Both ranks leave together: gloo torn down while the other rank
+        # still talks to it can abort the process.
+        dist.barrier()
         dist.destroy_process_group()

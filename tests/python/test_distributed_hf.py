@@ -66,16 +66,7 @@ def test_fused_trains_as_unfused(results, how, fuse):
                                    rtol=0, atol=0)
 
 
-# fully_shard sets _is_fsdp_managed_module and _fsdp_use_orig_params on each
-# module it manages; the fused MLP's guard counts them as changed attributes.
-_FUSED_THEN_SHARDED = pytest.mark.xfail(strict=True, reason=(
-    "fuse, then fully_shard: the attributes fully_shard sets on each module "
-    "fail the fused module's guard, so it runs unfused"))
-
-
-@pytest.mark.parametrize("how,fuse", [
-    pytest.param(h, f, marks=_FUSED_THEN_SHARDED if (h, f) == ("fsdp2", "first") else ())
-    for h, f in FUSED_RUNS], ids=IDS)
+@pytest.mark.parametrize("how,fuse", FUSED_RUNS, ids=IDS)
 def test_fused_run_runs_our_ops(results, how, fuse):
     ref, fused, _ = _runs(results, how, fuse)
     assert not ref["ops"]

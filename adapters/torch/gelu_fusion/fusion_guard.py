@@ -20,8 +20,11 @@ import torch
 from torch import nn
 
 # nn.Module's own bookkeeping, not state a forward reads.
+# Also the bookkeeping fully_shard (FSDP2) sets on each module it manages:
+# it marks the module, the forward is the same (its hooks are checked).
 _MODULE_INTERNALS = frozenset(nn.Module().__dict__) | {
-    "_call_impl", "_compiled_call_impl", "training"}
+    "_call_impl", "_compiled_call_impl", "training",
+    "_is_fsdp_managed_module", "_fsdp_use_orig_params"}
 _HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
           "_backward_pre_hooks")
 _SIMPLE = (type(None), bool, int, float, complex, str, bytes, torch.dtype,
