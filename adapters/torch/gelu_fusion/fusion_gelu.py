@@ -33,6 +33,20 @@ _FUSED.update({_functional.bias_gelu: "bias_gelu", _functional.add_gelu: "add_ge
                _functional.geglu: "geglu"})
 
 
+_CLIPS = ("clip", "clamp")
+
+
+def _clipped(node) -> bool:
+    """The GELU's only use clips it (a clipped GELU such as gelu_10)."""
+    users = list(node.users)
+    if len(users) != 1:
+        return False
+    u = users[0]
+    if u.op == "call_method":
+        return u.target in _CLIPS
+    return u.op == "call_function" and getattr(u.target, "__name__", "") in _CLIPS
+
+
 def find(gm, prefix: str) -> List[Site]:
     sites = []
     for node in list(gm.graph.nodes):
@@ -73,6 +87,11 @@ def find(gm, prefix: str) -> List[Site]:
             continue
         site = g.new_site(node, prefix, pattern, str(form))
         sites.append(site)
+        if _clipped(node):
+            site.result, site.reason = "unchanged", (
+                "clipped after it (torch.clip/clamp: transformers' gelu_10): "
+                "a different function, left as written")
+            continue
         if form not in _FORMS:
             site.result, site.reason = "unchanged", (
                 f"approximate is {form!r}, not a constant form")

@@ -94,7 +94,17 @@ class SiteTracer(torch.fx.Tracer):
         return _special_leaf(m) or super().is_leaf_module(m, qualname)
 
     def call_module(self, m, forward, args, kwargs):
-        path = self.path_of_module(m)
+        try:
+            path = self.path_of_module(m)
+        except NameError:
+            # A module called but not installed as a submodule (a module-
+            # level activation object: transformers' `gelu` in RoBERTa's LM
+            # head, inside gelu_10): traced into when it holds no state of
+            # its own, as a function would be; the global it was read from
+            # is watched by the guard like any other.
+            if list(m.parameters()) or list(m.buffers()) or has_hooks(m):
+                raise
+            return forward(*args, **kwargs)
         if not self.is_leaf_module(m, path):
             self.inlined.setdefault(path, m)
         self._stack.append(path)
