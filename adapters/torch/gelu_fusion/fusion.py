@@ -4,9 +4,9 @@ gelu_fusion's ops, with bias, add and GeGLU fused where the graph allows.
 How: each module is traced with torch.fx (fusion_trace); where a module
 cannot be traced whole, fuse descends into its children, so one
 untraceable line costs only the module that holds it. In a traced graph the
-passes run in this order: formulas spelled out (fusion_gelu_formula), GELU
-calls (fusion_gelu), GeGLU (fusion_geglu), bias (fusion_bias), add
-(fusion_add). Transformer layers are fused by their feed-forward block
+registry's patterns run in their order (fusion_registry: formulas, GELU
+calls, GeGLU, bias, add, memory saving), each matching, then rewriting or
+giving its reason. Transformer layers are fused by their feed-forward block
 (fusion_transformer).
 
 What stays: everything. A traced module keeps its object, class,
@@ -25,8 +25,7 @@ import torch
 import torch.fx
 from torch import nn
 
-from . import fusion_add, fusion_bias, fusion_geglu, fusion_gelu
-from . import fusion_gelu_formula, fusion_save_memory, fusion_transformer
+from . import fusion_registry, fusion_transformer
 from .fusion_call import FusedCall, install, installed, uninstall
 from .fusion_explain import Report, Site
 from .fusion_trace import (Traced, Untraceable, _special_leaf,
@@ -149,20 +148,8 @@ class _Run:
         return m
 
     def passes(self, gm: _GraphOf, path: str) -> List[Site]:
-        o = self.opts
-        sites = []
-        if o["approximate_match"]:
-            sites += fusion_gelu_formula.find(gm, path)
-        sites += fusion_gelu.find(gm, path)
-        if o["geglu"]:
-            fusion_geglu.fuse(gm)
-        if o["bias"]:
-            fusion_bias.fuse(gm)
-        if o["add"]:
-            fusion_add.fuse(gm)
-        if o["save_memory"]:
-            fusion_save_memory.fuse(gm)
-        return sites
+        """The registry's patterns, in order (fusion_registry)."""
+        return fusion_registry.apply(gm, path, self.opts)
 
 
 def _module_calls(graph) -> set:

@@ -14,6 +14,7 @@ import torch.fx
 
 from . import fusion_graph as g
 from . import fusion_runtime as rt
+from .fusion_pattern import Pattern
 
 
 def fuse(gm) -> None:
@@ -33,3 +34,8 @@ def fuse(gm) -> None:
         new.meta.pop("gf_site", None)
         site.result = "add_gelu"
         site.reason = "broadcasts and promotes as a + b (checked at each call)"
+
+
+PATTERN = Pattern(
+    "add", "add", lambda gm, path: fuse(gm),
+    "gelu(a + b) becomes add_gelu")

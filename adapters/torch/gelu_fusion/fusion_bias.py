@@ -23,6 +23,7 @@ from torch import nn
 from . import fusion_graph as g
 from . import fusion_runtime as rt
 from .fusion_trace import has_hooks
+from .fusion_pattern import Pattern
 
 _VIEWS = (torch.reshape,)
 _VIEW_METHODS = ("view", "reshape")
@@ -115,3 +116,8 @@ def _done(new, site) -> None:
     site.result = "bias_gelu"
     site.reason = "bias 1-D of the last dim (checked at each call)"
     new.meta["gf_fused_site"] = new.meta.pop("gf_site", site)  # for save_memory
+
+
+PATTERN = Pattern(
+    "bias", "bias", lambda gm, path: fuse(gm),
+    "a biased Linear, F.linear or addmm before a gelu becomes bias_gelu")

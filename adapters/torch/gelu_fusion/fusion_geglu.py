@@ -27,6 +27,7 @@ from torch.fx import Node
 from . import fusion_graph as g
 from . import fusion_runtime as rt
 from .fusion_trace import has_hooks
+from .fusion_pattern import Pattern
 
 _MUL = (operator.mul, torch.mul)
 
@@ -166,3 +167,8 @@ def _done(new, site, why) -> None:
     new.meta["gf_fused_site"] = new.meta.pop("gf_site", site)  # for save_memory
     site.result = "geglu"
     site.reason = why
+
+
+PATTERN = Pattern(
+    "geglu", "geglu", lambda gm, path: fuse(gm),
+    "gelu(a) * b of a tensor's halves, or of two Linears, becomes geglu")

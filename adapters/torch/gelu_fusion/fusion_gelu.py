@@ -17,6 +17,7 @@ from . import fusion_runtime as _runtime
 from .fusion_explain import Site
 from .fusion_trace import has_hooks
 from .modules import GELU as _GELU
+from .fusion_pattern import Pattern
 
 _FORMS = ("none", "tanh", "quick")
 
@@ -99,3 +100,9 @@ def find(gm, prefix: str) -> List[Site]:
         new = g.replace(gm.graph, node, g.CANONICAL_GELU, (node.args[0], form))
         new.meta["gf_site"] = site
     return sites
+
+
+PATTERN = Pattern(
+    "gelu", None, find,
+    "nn.GELU, F.gelu, torch.gelu and the activation classes that call them "
+    "become gelu")

@@ -27,6 +27,7 @@ from torch.fx import Node
 
 from . import fusion_graph as g
 from .fusion_explain import Site
+from .fusion_pattern import Pattern
 
 # Relative tolerance on each constant: accepts 1.4142 or 0.7071 for sqrt(2)
 # and 1/sqrt(2) (relative error 1e-5), 0.7978846 for sqrt(2/pi); refuses a
@@ -246,3 +247,8 @@ def _match(gm, anchor: Node, prefix, form, pattern, arg_poly, out_poly):
                     meta_from=anchor)
     new.meta["gf_site"] = site
     return site
+
+
+PATTERN = Pattern(
+    "formula", "approximate_match", find,
+    "GELU formulas spelled out (erf, tanh, quick) become gelu")

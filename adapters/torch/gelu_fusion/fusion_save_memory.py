@@ -29,6 +29,7 @@ from . import fusion_conv1d as conv1d
 from . import fusion_graph as g
 from . import fusion_runtime as rt
 from .fusion_trace import has_hooks
+from .fusion_pattern import Pattern
 
 _DROPOUTS = (nn.Dropout, nn.AlphaDropout)
 _NOTE = "; with the next Linear as one node keeping the GELU's input, not its output"
@@ -139,3 +140,9 @@ def fuse(gm) -> None:
             site.reason = note[2:]
         else:
             site.reason += note
+
+
+PATTERN = Pattern(
+    "save_memory", "save_memory", lambda gm, path: fuse(gm),
+    "a gelu or geglu whose only user is a Linear becomes one node that "
+    "keeps the GELU's input")
