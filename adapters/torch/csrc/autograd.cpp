@@ -228,7 +228,7 @@ void autograd_kernel(const c10::OperatorHandle& handle, c10::DispatchKeySet,
   const Surface& s = surface_of(handle);
   const OpDecl& fwd = *s.op;
   const size_t n_in = s.inputs.size();
-  const size_t n_attr = has_gelu_half(fwd) ? 2 : 1;
+  const size_t n_attr = s.num_attrs;
   auto args = torch::jit::last(*stack, n_in + n_attr);
   // Nothing to record (no input requires grad, none carries a tangent): the
   // kernel alone.
@@ -284,8 +284,7 @@ void autograd_kernel(const c10::OperatorHandle& handle, c10::DispatchKeySet,
 void writes_kernel(const c10::OperatorHandle& handle, c10::DispatchKeySet,
                    torch::jit::Stack* stack) {
   const Surface& s = surface_of(handle);
-  const size_t n_args = s.inputs.size() + (has_gelu_half(*s.op) ? 2 : 1) +
-                        s.given.size();
+  const size_t n_args = s.num_args();
   if (at::GradMode::is_enabled()) {
     for (const auto& v : torch::jit::last(*stack, n_args))
       TORCH_CHECK(!v.isTensor() || !v.toTensor().requires_grad(),
@@ -304,8 +303,7 @@ void writes_kernel(const c10::OperatorHandle& handle, c10::DispatchKeySet,
 void bump_written_kernel(const c10::OperatorHandle& handle, c10::DispatchKeySet,
                          torch::jit::Stack* stack) {
   const Surface& s = surface_of(handle);
-  const size_t n_args = s.inputs.size() + (has_gelu_half(*s.op) ? 2 : 1) +
-                        s.given.size();
+  const size_t n_args = s.num_args();
   std::vector<Tensor> written;
   const auto args = torch::jit::last(*stack, n_args);
   for (size_t k = n_args - s.given.size(); k < n_args; ++k)

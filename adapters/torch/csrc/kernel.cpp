@@ -69,8 +69,8 @@ void run_kernel(const Backend& b, const Surface& s, torch::jit::Stack* stack) {
   const OpDecl& d = *s.op;
   const char* op = s.name.c_str();
   const size_t n_in = s.inputs.size();
-  const size_t n_attr = has_gelu_half(d) ? 2 : 1;
-  const size_t n_args = n_in + n_attr + s.given.size();
+  const size_t n_attr = s.num_attrs;
+  const size_t n_args = s.num_args();
   auto args = torch::jit::last(*stack, n_args);
 
   // The inputs, checked: device, layout, dtype, storage.
@@ -180,8 +180,8 @@ void no_backend_kernel(const c10::OperatorHandle& handle, c10::DispatchKeySet,
                        torch::jit::Stack* stack) {
   const Surface& s = surface_of(handle);
   const OpDecl& d = *s.op;
-  const size_t n_attr = has_gelu_half(d) ? 2 : 1;
-  const size_t n_args = s.inputs.size() + n_attr + s.given.size();
+  const size_t n_attr = s.num_attrs;
+  const size_t n_args = s.num_args();
   auto args = torch::jit::last(*stack, n_args);
   const auto name = [&](size_t k) {
     if (k < s.inputs.size()) return torch_name(d.tensors[s.inputs[k]]);

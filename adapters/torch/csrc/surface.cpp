@@ -36,7 +36,7 @@ std::vector<const gelu::core::AttrDecl*> attrs_of(const OpDecl& op) {
 }
 
 Surface make(const OpDecl& op, Variant v) {
-  Surface s{&op, v, {}, {}, {}, -1, {}, {}};
+  Surface s{&op, v, {}, {}, {}, -1, {}, {}, attrs_of(op).size()};
   const bool value_variant = v == Variant::value || v == Variant::value_out ||
                              v == Variant::value_grad_x_out;
   s.name = std::string(op.name) + (value_variant ? "_and_value" : "");

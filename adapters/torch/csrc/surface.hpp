@@ -51,7 +51,12 @@ struct Surface {
 
   std::string name;      // "bias_gelu_backward_and_value"
   std::string overload;  // "", "out", "grad_x_out"
+  // The attributes the schema takes after the inputs (approximate, and
+  // gelu_half for the gated ops), then come the written arguments.
+  size_t num_attrs = 0;
 
+  // Arguments on the stack of a call: inputs, attributes, written ones.
+  size_t num_args() const { return inputs.size() + num_attrs + given.size(); }
   std::string qualified() const;  // name[.overload]
   std::string schema() const;
   // Whether output `i` (a table index) is returned (not written into an

@@ -27,9 +27,9 @@ from torch import Tensor
 from torch.overrides import handle_torch_function, has_torch_function
 
 # The ops (OpOverloads, which torch.compile traces) and their raw entry
-# points (what an OpOverload calls; eager calls skip its Python __call__,
-# about 0.3 us: bench/call_overhead.py). Under torch.compile every call goes
-# through the OpOverload: Dynamo cannot trace the raw entry points.
+# points (what an OpOverload calls; eager calls skip its Python __call__:
+# docs/performance.md, bench/call_overhead.py). Under torch.compile every
+# call goes through the OpOverload: Dynamo cannot trace the raw entry points.
 _ops = torch.ops.gelu_fusion
 _GELU = _ops.gelu.default
 _BIAS_GELU = _ops.bias_gelu.default
@@ -42,7 +42,7 @@ _FORMS = ("none", "tanh", "quick")
 def _form_ops(op: str) -> dict:
     """The op's per-form eager entry points (csrc/form_ops.cpp), by form, or
     by (form, gelu_half) for an op with halves: each takes only the op's
-    tensors, so no call passes a str to parse (about 0.2 us), and gelu's
+    tensors, so no call passes a str to parse (docs/performance.md), and gelu's
     picks the kernel or PyTorch's composition itself (in C++, cheaper than
     reading the tensor's attributes here)."""
     table = {}
