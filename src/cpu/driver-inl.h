@@ -32,6 +32,7 @@
 #include <type_traits>
 
 #include "cpu/cpu_features.hpp"
+#include "cpu/fp_status.hpp"
 #include "cpu/gelu_math-inl.h"
 #include "cpu/storage-inl.h"
 #include "gelu/gelu.hpp"
@@ -243,7 +244,8 @@ HWY_INLINE void BoundaryToFinite(DF df, hn::Vec<DF>& a, hn::Vec<DF>& b) {
 template <class S, class DF>
 HWY_INLINE void StoreOut(DF df, hn::Vec<DF> a, hn::Vec<DF> b, typename S::T* p,
                          bool stream) {
-  if (!stream) {
+  // Streamed calls are memory-bound: the in-cache path gets the layout.
+  if (HWY_LIKELY(!stream)) {
     S::Store2(df, a, b, p);
   } else if constexpr (std::is_same_v<typename S::T, float>) {
     hn::Stream(a, df, p);
@@ -256,6 +258,36 @@ HWY_INLINE void StoreOut(DF df, hn::Vec<DF> a, hn::Vec<DF> b, typename S::T* p,
     hn::Stream(hn::Load(du, reinterpret_cast<const uint32_t*>(rounded)), du,
                reinterpret_cast<uint32_t*>(p));
   }
+}
+
+// The FP status flags (fp_status.hpp) through which S's Store2Flagged
+// reports the results of F that need the boundary rule, or 0: F's results
+// never need it (f32; F = 0), or only a non-core step's do (the forward of
+// add/bias_gelu: Step tests those), or S has no flagged store.
+template <class S, unsigned F>
+constexpr unsigned FlagsOfStore() {
+  if constexpr (sizeof(typename S::T) == 2 && (F & (kGated | kBackward)) != 0)
+    return S::kFlagsOfStore;
+  return 0;
+}
+template <class S, unsigned F>
+inline constexpr unsigned kFlagsOfStore = FlagsOfStore<S, F>();
+
+// Stores a step's results at p: with the boundary rule applied when `check`
+// (StoreOut), or, when the row detects through the flags (`flagged`, Row),
+// by S::Store2Flagged, which raises them where the rule may apply (Row then
+// reruns the block with the rule: Recheck).
+template <class S, unsigned F, class DF>
+HWY_INLINE void StoreResults(DF df, hn::Vec<DF> a, hn::Vec<DF> b, typename S::T* p,
+                             bool stream, bool check, bool flagged) {
+  if constexpr (kFlagsOfStore<S, F> != 0) {
+    if (HWY_LIKELY(flagged)) {
+      S::Store2Flagged(df, a, b, p);
+      return;
+    }
+  }
+  if (check) BoundaryToFinite<S, F>(df, a, b);
+  StoreOut<S>(df, a, b, p, stream);
 }
 
 // The lanes of one vector that mask m selects, packed to the front of
@@ -381,8 +413,10 @@ HWY_INLINE void PrefetchAhead(const typename S::T* p) {
 
 // One full step of positions [i, i + StepLanes): the core for every lane;
 // a pair with a tail lane is deferred (FinishDeferred completes it).
+// `flagged`: results stored by StoreResults' flagged store (Row).
 template <class Math, class S, unsigned F, class DF>
-HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
+HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def,
+                     bool flagged) {
   constexpr bool kTwo = (F & (kSum | kGated)) != 0;
   constexpr bool kBwd = (F & kBackward) != 0;
   constexpr bool kOut2 = (F & kGated) != 0 && kBwd;
@@ -462,19 +496,15 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def) {
   // check is for the other results (and every result of FinishDeferred).
   constexpr bool kOutCoreBounded = (F & (kGated | kBackward)) == 0;
   constexpr bool kValCoreBounded = (F & kGated) == 0;
-  {
-    // Copies: dbias (kAcc) sums the f32 results, not the stored ones.
-    auto sa = outa, sb = outb;
-    if (!(kOutCoreBounded && core)) BoundaryToFinite<S, F>(df, sa, sb);
-    StoreOut<S>(df, sa, sb, s.out + i, s.stream);
-  }
-  if constexpr (kOut2) {
-    BoundaryToFinite<S, F>(df, out2a, out2b);
-    StoreOut<S>(df, out2a, out2b, s.out2 + i, s.stream);
-  }
+  // dbias (kAcc) sums outa, outb: the f32 results, not the stored ones
+  // (StoreResults takes copies).
+  StoreResults<S, F>(df, outa, outb, s.out + i, s.stream, !(kOutCoreBounded && core),
+                     flagged);
+  if constexpr (kOut2)
+    StoreResults<S, F>(df, out2a, out2b, s.out2 + i, s.stream, true, flagged);
   if constexpr (kVal) {
-    if (!(kValCoreBounded && core)) BoundaryToFinite<S, F>(df, vala, valb);
-    StoreOut<S>(df, vala, valb, s.val + i, s.stream);
+    StoreResults<S, F>(df, vala, valb, s.val + i, s.stream, !(kValCoreBounded && core),
+                       flagged);
   }
   if constexpr ((F & kAcc) != 0) {  // acc is null otherwise
     // Split pairs (kSplitPairs) land as even sums, then odd sums.
@@ -556,6 +586,54 @@ HWY_INLINE T* Stage(const T* src, T* buf, size_t rem) {
   for (size_t k = 0; k < kMaxStep; ++k) buf[k] = T();
   std::memcpy(buf, src, rem * sizeof(T));
   return buf;
+}
+
+// Positions [i0, i1) (whole steps) again, each result with the boundary
+// rule: a block whose flagged stores raised the flags (Row). The same
+// per-lane results as Step and FinishDeferred give (the math's lanes modes
+// agree bit for bit); dbias's sums are left alone (their f32 values are
+// the same). Needs the block's inputs as they were: Row flags only calls
+// whose outputs do not overlap their inputs.
+template <class Math, class S, unsigned F, class DF>
+HWY_NOINLINE void Recheck(DF df, const Streams<S>& s, size_t i0, size_t i1) {
+  constexpr bool kTwo = (F & (kSum | kGated)) != 0;
+  constexpr bool kBwd = (F & kBackward) != 0;
+  constexpr bool kOut2 = (F & kGated) != 0 && kBwd;
+  constexpr bool kVal = (F & kValue) != 0 && kBwd;
+  for (size_t i = i0; i < i1; i += StepLanes(df)) {
+    hn::Vec<DF> xa, xb, x2a, x2b, dya, dyb, outa, outb, out2a, out2b, vala, valb;
+    S::Load2(df, s.x + i, xa, xb);
+    if constexpr (kTwo) S::Load2(df, s.x2 + i, x2a, x2b);
+    if constexpr (kBwd) S::Load2(df, s.dy + i, dya, dyb);
+    if constexpr ((F & kSum) != 0) {
+      xa = hn::Add(xa, x2a);
+      xb = hn::Add(xb, x2b);
+    }
+    Compute<Math, F>(df, xa, x2a, dya, outa, out2a, vala);
+    Compute<Math, F>(df, xb, x2b, dyb, outb, out2b, valb);
+    StoreResults<S, F>(df, outa, outb, s.out + i, false, true, false);
+    if constexpr (kOut2)
+      StoreResults<S, F>(df, out2a, out2b, s.out2 + i, false, true, false);
+    if constexpr (kVal)
+      StoreResults<S, F>(df, vala, valb, s.val + i, false, true, false);
+  }
+}
+
+// Whether any output stream of s overlaps an input stream over n positions
+// (an in-place call).
+template <class S>
+HWY_INLINE bool OutputsOverlapInputs(const Streams<S>& s, size_t n) {
+  using T = typename S::T;
+  const uintptr_t bytes = n * sizeof(T);
+  for (const T* out : {s.out, s.out2, s.val}) {
+    for (const T* in : {s.dy, s.x, s.x2}) {
+      if (out == nullptr || in == nullptr) continue;
+      const uintptr_t o = reinterpret_cast<uintptr_t>(out);
+      const uintptr_t p = reinterpret_cast<uintptr_t>(in);
+      if (o < p + bytes && p < o + bytes) return true;
+    }
+  }
+  return false;
 }
 
 // The final partial step, positions [i, i + rem) of a Row: zero-padded
@@ -651,13 +729,30 @@ HWY_INLINE Streams<S> Advance(const Streams<S>& s, size_t k, bool stream) {
 // Runs the op over positions [0, count) of the streams, in blocks of
 // kBlockSteps steps (the deferred tail lanes are finished per block); the
 // last, partial step runs on stack copies (TailCopies) through the same loop.
+//
+// The overflow-boundary rule (BoundaryToFinite) on 16-bit results: where S
+// has flagged stores (kFlagsOfStore) and nothing stands against them, the
+// row's steps store without testing their results and the row reads the FP
+// status flags after each block; a block that raised them (a result at the
+// boundary, or a false alarm: an operation of the block on a subnormal, say)
+// runs again with the rule (Recheck). Otherwise every step tests its results.
+// Against the flags: streamed stores (a rerun would reread streamed lines),
+// outputs over inputs (in place: the inputs are gone), flags not usable
+// (fp_status.hpp), rows shorter than a block (the status register's reads
+// cost more than the tests they save: bias rows of 64 columns).
+// In every case each result gets the same bits.
 template <class Math, class S, unsigned F>
 HWY_INLINE void Row(size_t count, const Streams<S>& s) {
   using M = MathFor<Math, S, F>;
+  constexpr unsigned kFlags = detail::kFlagsOfStore<S, F>;
   const hn::ScalableTag<float> df;
   const size_t N = detail::StepLanes(df);
   const size_t full = count - count % N, rem = count - full;
   const size_t nacc = detail::kSplitPairs<S> ? N : rem;
+  const bool flagged = kFlags != 0 && full >= detail::kBlockSteps * N && !s.stream &&
+                       FpFlagsUsable(kFlags) && !detail::OutputsOverlapInputs(s, count);
+  // The caller's flags: cleared for the row, set again after it.
+  const unsigned callers = flagged ? TakeFpFlags(kFlags) : 0;
   detail::Deferred def;
   detail::TailCopies<S> tail;
   Streams<S> cur = s;
@@ -666,8 +761,16 @@ HWY_INLINE void Row(size_t count, const Streams<S>& s) {
     while (i < end) {
       const size_t steps = (end - i) / N < detail::kBlockSteps ? (end - i) / N
                                                                : detail::kBlockSteps;
-      for (size_t k = 0; k < steps; ++k, i += N) detail::Step<M, S, F>(df, cur, i, def);
+      const size_t block = i;
+      for (size_t k = 0; k < steps; ++k, i += N)
+        detail::Step<M, S, F>(df, cur, i, def, flagged);
       if (def.steps != 0) detail::FinishDeferred<M, S, F>(df, cur, def);
+      if constexpr (kFlags != 0) {
+        if (flagged && HWY_UNLIKELY(TakeFpFlags(kFlags) != 0)) {
+          detail::Recheck<M, S, F>(df, cur, block, i);
+          TakeFpFlags(kFlags);  // the rerun's own
+        }
+      }
     }
     if (staged || rem == 0) break;
     cur = tail.Stage(s, full, rem, nacc);
@@ -675,6 +778,7 @@ HWY_INLINE void Row(size_t count, const Streams<S>& s) {
     end = N;
   }
   if (rem != 0) tail.template CopyBack<F>(s, full, rem, nacc);
+  if (flagged) PutBackFpFlags(callers);
 }
 
 // Row<Math, S, F>, or with non-temporal stores when `stream` asks for them

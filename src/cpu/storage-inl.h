@@ -22,12 +22,33 @@
 
 #include <cstdint>
 
+#include "cpu/fp_status.hpp"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace gelu::cpu {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+// Stores that report through the FP status flags (fp_status.hpp): on x86's
+// SIMD targets a 16-bit storage's Store2Flagged raises kFlagsOfStore for
+// every result the overflow-boundary rule may change (and the insn rounding
+// for a subnormal result it would flush), instead of testing them; the
+// driver tests the flags once per block. 0 where there is no such store.
+#undef GELU_CPU_FLAGGED_STORES  // per target (this file is re-included)
+#if defined(GELU_CPU_HAVE_FP_STATUS) && HWY_ARCH_X86 && HWY_TARGET <= HWY_SSE4
+#define GELU_CPU_FLAGGED_STORES 1
+// Makes a and b operands of an empty volatile asm, so that the multiplies
+// that made them (probes, whose only effect is on the flags) stay.
+template <class V>
+HWY_INLINE void KeepForFlags(V a, V b) {
+#if HWY_TARGET <= HWY_AVX3
+  asm volatile("" : : "v"(a.raw), "v"(b.raw));
+#else
+  asm volatile("" : : "x"(a.raw), "x"(b.raw));
+#endif
+}
+#endif
 
 // Two consecutive vectors per step, for storages whose Load/Store convert one
 // vector at a time: [p, p + N) and [p + N, p + 2N).
@@ -125,6 +146,26 @@ struct BF16Pairs : BF16 {
                           hn::ShiftRight<16>(RoundHigh(df, even)));
     hn::StoreU(w, du, reinterpret_cast<uint32_t*>(p));
   }
+
+#ifdef GELU_CPU_FLAGGED_STORES
+  // Overflow from a probe: v (1 + 2^-8) rounds to inf in f32 for every |v|
+  // at or above the boundary ((2^128 - 2^119)(1 + 2^-8) > 2^128), and for a
+  // few values just below it (a needless recheck). One multiply per vector
+  // instead of two compares, an or and a test on every step.
+  static constexpr unsigned kFlagsOfStore = kFpOverflow;
+  template <class DF>
+  static HWY_INLINE void Probe(DF df, hn::Vec<DF> even, hn::Vec<DF> odd) {
+    const auto grow = hn::Set(df, 1.0f + 0x1p-8f);
+    KeepForFlags(hn::Mul(even, grow), hn::Mul(odd, grow));
+  }
+  template <class DF>
+  static HWY_INLINE void Store2Flagged(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, T* p) {
+    Probe(df, even, odd);
+    Store2(df, even, odd, p);
+  }
+#else
+  static constexpr unsigned kFlagsOfStore = 0;
+#endif
 };
 
 #undef GELU_CPU_HAVE_BF16_ROUNDING_INSN  // per target (this file is re-included)
@@ -164,6 +205,22 @@ struct BF16PairsAvx512Bf16 : BF16Pairs {
       BF16Pairs::Store2(df, even, odd, p);
       return;
     }
+    RoundBoth(even, odd, p);
+  }
+
+  // The probe (BF16Pairs) also raises denormal-operand for a subnormal
+  // result, which the instruction would flush: Store2's two classifications,
+  // an or and a test per step become flags read once per block.
+  static constexpr unsigned kFlagsOfStore = kFpOverflow | kFpDenormal;
+  template <class DF>
+  static HWY_INLINE void Store2Flagged(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, T* p) {
+    Probe(df, even, odd);
+    RoundBoth(even, odd, p);
+  }
+
+ private:
+  template <class V>
+  static HWY_INLINE void RoundBoth(V even, V odd, T* p) {
     __m512i halves;  // words 0..15: even lanes, 16..31: odd lanes
     asm("vcvtne2ps2bf16 %2, %1, %0" : "=v"(halves) : "v"(odd.raw), "v"(even.raw));
     const __m512i interleave = _mm512_set_epi16(
@@ -179,6 +236,18 @@ struct F16 : Contiguous2<F16, uint16_t> {
   using T = uint16_t;
   static constexpr float kOverflowBoundary = 65520.0f;  // 65504 + half an ulp
   static constexpr float kLargestFinite = 65504.0f;
+#if defined(GELU_CPU_FLAGGED_STORES) && HWY_TARGET <= HWY_AVX2 && \
+    !defined(HWY_DISABLE_F16C)
+  // vcvtps2ph raises overflow for a finite value that rounds to inf: every
+  // result at or above the boundary, and no other. Store2 is flagged as is.
+  static constexpr unsigned kFlagsOfStore = kFpOverflow;
+  template <class DF>
+  static HWY_INLINE void Store2Flagged(DF df, hn::Vec<DF> a, hn::Vec<DF> b, T* p) {
+    Store2(df, a, b, p);
+  }
+#else
+  static constexpr unsigned kFlagsOfStore = 0;
+#endif
   // The kernels' load: F16C (vcvtph2ps) on AVX2 and better, exact except
   // that a signaling NaN comes back quiet. That never shows in a kernel's
   // results: every result is arithmetic on its inputs (no input is passed
