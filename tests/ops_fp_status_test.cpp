@@ -74,7 +74,8 @@ TEST_P(FpStatus, CallersFlagsStaySet) {
     SCOPED_TRACE(dtype_name(t));
     const double boundary = t == DType::f16 ? 65520.0 : 0x1.ffp127;
     std::mt19937 g(7);
-    std::uniform_real_distribution<double> spread(1 - 0x1p-7, 1 + 0x1p-7), pre(0.3, 3.0);
+    std::uniform_real_distribution<double> spread(1 - 0x1p-7, 1 + 0x1p-7),
+        pre(0.3, 3.0);
     Buffer dy(t, {kN}), x(t, {kN}), plain(t, {kN}), flagged(t, {kN});
     for (int64_t i = 0; i < kN; ++i) {
       x.set(i, ref::stored(t, pre(g)));
@@ -172,7 +173,8 @@ TEST_P(FpStatus, NoTrapWithExceptionsUnmasked) {
       ScopedCsr csr(kDefaultCsr & ~(kOverflowMask | kDenormalMask));
       geglu(x.cref(), y.ref(), OneThread(Approx::none));
     }
-    for (int64_t i = 0; i < rows * h; ++i) EXPECT_EQ(y.get(i), f.largest) << "y[" << i << "]";
+    for (int64_t i = 0; i < rows * h; ++i)
+      EXPECT_EQ(y.get(i), f.largest) << "y[" << i << "]";
   }
 }
 
@@ -205,7 +207,8 @@ TEST_P(FpStatus, ResultOnTheBoundaryInLongRows) {
     geglu_backward(dy.cref(), x.cref(), dx.ref(), y.ref(), kOneThread);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < h; j += 2) {
-        EXPECT_EQ(y.get(r * h + j), e.largest) << "geglu_backward y[" << r * h + j << "]";
+        EXPECT_EQ(y.get(r * h + j), e.largest)
+            << "geglu_backward y[" << r * h + j << "]";
         EXPECT_EQ(dx.get(r * 2 * h + h + j), e.largest)
             << "geglu_backward dx(gate)[" << r * 2 * h + h + j << "]";
       }

@@ -506,10 +506,14 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def,
     StoreResults<S, F>(df, vala, valb, s.val + i, s.stream, !(kValCoreBounded && core),
                        flagged);
   }
-  if constexpr ((F & kAcc) != 0) {  // acc is null otherwise
-    // Split pairs (kSplitPairs) land as even sums, then odd sums.
-    Accumulate(df, outa, s.acc + i, s.acc_first);
-    Accumulate(df, outb, s.acc + i + hn::Lanes(df), s.acc_first);
+  // acc is null without kAcc, and in a block that Row runs again (its sums
+  // are in already).
+  if constexpr ((F & kAcc) != 0) {
+    if (s.acc != nullptr) {
+      // Split pairs (kSplitPairs) land as even sums, then odd sums.
+      Accumulate(df, outa, s.acc + i, s.acc_first);
+      Accumulate(df, outb, s.acc + i + hn::Lanes(df), s.acc_first);
+    }
   }
 }
 
@@ -570,8 +574,10 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
       StoreOut<S>(df, vala, valb, s.val + i, s.stream);
     }
     if constexpr ((F & kAcc) != 0) {
-      Accumulate(df, outa, s.acc + i, s.acc_first);
-      Accumulate(df, outb, s.acc + i + N, s.acc_first);
+      if (s.acc != nullptr) {  // as in Step
+        Accumulate(df, outa, s.acc + i, s.acc_first);
+        Accumulate(df, outb, s.acc + i + N, s.acc_first);
+      }
     }
   }
   def.steps = 0;
@@ -586,37 +592,6 @@ HWY_INLINE T* Stage(const T* src, T* buf, size_t rem) {
   for (size_t k = 0; k < kMaxStep; ++k) buf[k] = T();
   std::memcpy(buf, src, rem * sizeof(T));
   return buf;
-}
-
-// Positions [i0, i1) (whole steps) again, each result with the boundary
-// rule: a block whose flagged stores raised the flags (Row). The same
-// per-lane results as Step and FinishDeferred give (the math's lanes modes
-// agree bit for bit); dbias's sums are left alone (their f32 values are
-// the same). Needs the block's inputs as they were: Row flags only calls
-// whose outputs do not overlap their inputs.
-template <class Math, class S, unsigned F, class DF>
-HWY_NOINLINE void Recheck(DF df, const Streams<S>& s, size_t i0, size_t i1) {
-  constexpr bool kTwo = (F & (kSum | kGated)) != 0;
-  constexpr bool kBwd = (F & kBackward) != 0;
-  constexpr bool kOut2 = (F & kGated) != 0 && kBwd;
-  constexpr bool kVal = (F & kValue) != 0 && kBwd;
-  for (size_t i = i0; i < i1; i += StepLanes(df)) {
-    hn::Vec<DF> xa, xb, x2a, x2b, dya, dyb, outa, outb, out2a, out2b, vala, valb;
-    S::Load2(df, s.x + i, xa, xb);
-    if constexpr (kTwo) S::Load2(df, s.x2 + i, x2a, x2b);
-    if constexpr (kBwd) S::Load2(df, s.dy + i, dya, dyb);
-    if constexpr ((F & kSum) != 0) {
-      xa = hn::Add(xa, x2a);
-      xb = hn::Add(xb, x2b);
-    }
-    Compute<Math, F>(df, xa, x2a, dya, outa, out2a, vala);
-    Compute<Math, F>(df, xb, x2b, dyb, outb, out2b, valb);
-    StoreResults<S, F>(df, outa, outb, s.out + i, false, true, false);
-    if constexpr (kOut2)
-      StoreResults<S, F>(df, out2a, out2b, s.out2 + i, false, true, false);
-    if constexpr (kVal)
-      StoreResults<S, F>(df, vala, valb, s.val + i, false, true, false);
-  }
 }
 
 // Whether any output stream of s overlaps an input stream over n positions
@@ -735,7 +710,8 @@ HWY_INLINE Streams<S> Advance(const Streams<S>& s, size_t k, bool stream) {
 // row's steps store without testing their results and the row reads the FP
 // status flags after each block; a block that raised them (a result at the
 // boundary, or a false alarm: an operation of the block on a subnormal, say)
-// runs again with the rule (Recheck). Otherwise every step tests its results.
+// runs again through the same steps, testing every result (dbias's sums,
+// in already, are left alone). Otherwise every step tests its results.
 // Against the flags: streamed stores (a rerun would reread streamed lines),
 // outputs over inputs (in place: the inputs are gone), flags not usable
 // (fp_status.hpp), rows shorter than a block (the status register's reads
@@ -757,18 +733,26 @@ HWY_INLINE void Row(size_t count, const Streams<S>& s) {
   detail::TailCopies<S> tail;
   Streams<S> cur = s;
   size_t i = 0, end = full;
+  bool again = false;    // running a flagged block again
+  float* acc = nullptr;  // cur.acc, set aside while again
   for (bool staged = false;; staged = true) {
     while (i < end) {
       const size_t steps = (end - i) / N < detail::kBlockSteps ? (end - i) / N
                                                                : detail::kBlockSteps;
       const size_t block = i;
       for (size_t k = 0; k < steps; ++k, i += N)
-        detail::Step<M, S, F>(df, cur, i, def, flagged);
+        detail::Step<M, S, F>(df, cur, i, def, flagged && !again);
       if (def.steps != 0) detail::FinishDeferred<M, S, F>(df, cur, def);
       if constexpr (kFlags != 0) {
-        if (flagged && HWY_UNLIKELY(TakeFpFlags(kFlags) != 0)) {
-          detail::Recheck<M, S, F>(df, cur, block, i);
+        if (again) {
+          again = false;
+          cur.acc = acc;
           TakeFpFlags(kFlags);  // the rerun's own
+        } else if (flagged && HWY_UNLIKELY(TakeFpFlags(kFlags) != 0)) {
+          again = true;
+          acc = cur.acc;
+          cur.acc = nullptr;
+          i = block;
         }
       }
     }

@@ -28,7 +28,7 @@ namespace gelu::cpu {
 // MXCSR bits.
 inline constexpr unsigned kFpDenormal = 0x0002;  // DE: a denormal operand
 inline constexpr unsigned kFpOverflow = 0x0008;  // OE: a result rounded to inf
-inline constexpr unsigned kFpMaskShift = 7;  // flag bit b is masked by bit b << 7
+inline constexpr unsigned kFpMaskShift = 7;      // flag bit b is masked by bit b << 7
 
 #ifdef GELU_CPU_HAVE_FP_STATUS
 
