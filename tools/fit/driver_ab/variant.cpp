@@ -1,9 +1,11 @@
 // One side of the driver A/B benchmark (main.cpp): the f32 gelu forward and
 // backward Row of each form from the driver-inl.h found first on the include
-// path, compiled for one static AVX-512 target. run.sh compiles it twice
-// with the namespace `gelu` renamed (-Dgelu=gelu_a / gelu_b) so the two
-// drivers' templates do not merge at link time.
+// path, and (VARIANT_RUN16) the erf form's 16-bit rows whose results the
+// overflow-boundary rule covers, compiled for one static AVX-512 target. run.sh
+// compiles it twice with the namespace `gelu` renamed (-Dgelu=gelu_a / gelu_b) so the
+// two drivers' templates do not merge at link time.
 #include <cstddef>
+#include <cstdint>
 
 #include "cpu/driver-inl.h"
 #include "hwy/cache_control.h"
@@ -35,4 +37,24 @@ extern "C" void VARIANT_RUN(int op, size_t n, const float* dy, const float* x,
     default: return;
   }
   hwy::FlushStream();
+}
+
+// Ops 0-3: gelu_backward, geglu, add_gelu_backward, geglu_backward in bf16
+// (the AVX512_BF16 rounding where the CPU has it); 4-7: the same in f16. x2
+// is the gate (geglu) or b (add_gelu); out2 the gate's gradient.
+extern "C" void VARIANT_RUN16(int op, size_t n, const uint16_t* dy, const uint16_t* x,
+                              const uint16_t* x2, uint16_t* out, uint16_t* out2) {
+  const auto run = [&](auto storage) {
+    using S = decltype(storage);
+    const Streams<S> s{dy, x, x2, out, out2, nullptr};
+    switch (op % 4) {
+      case 0: return Row<GeluErfMath, S, kBackward>(n, s);
+      case 1: return Row<GeluErfMath, S, kGated>(n, s);
+      case 2: return Row<GeluErfMath, S, kSum | kBackward>(n, s);
+      default: return Row<GeluErfMath, S, kGated | kBackward>(n, s);
+    }
+  };
+  if (op >= 4) return run(F16());
+  if (gelu::cpu::cpu_has_avx512_bf16()) return run(BF16PairsAvx512Bf16());
+  run(BF16Pairs());
 }
