@@ -23,7 +23,8 @@ for dir in "$@"; do
   if [ -f "$dir/.ninja_log" ]; then
     echo "build bounds: $dir: slowest units (s, .ninja_log; 90 s is the bound):"
     awk 'NR > 1 && $4 ~ /\.o$/ {printf "%8.1f %s%s\n", ($2 - $1) / 1000, $4, (($2 - $1) > 90000 ? "  (over 90 s)" : "")}' \
-      "$dir/.ninja_log" | sort -rn | head -5
+      "$dir/.ninja_log" | sort -rn | awk 'NR <= 5'  # not head: it would close the
+    # pipe early, and sort's next write would die of SIGPIPE (pipefail: exit 141)
   fi
 done
 exit $status

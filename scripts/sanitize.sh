@@ -59,7 +59,7 @@ case "$mode" in
     # tool for TSan) reports OpenMP's fork, barriers and join to TSan, and
     # scripts/tsan.supp ignores libomp's own internal locking (one line,
     # with its reason).
-    archer=$(ls /usr/lib/llvm-*/lib/libarcher.so 2>/dev/null | head -n 1)
+    archer=$(ls /usr/lib/llvm-*/lib/libarcher.so 2>/dev/null | sed -n 1p)
     [ -n "$archer" ] || { echo "sanitize.sh: libarcher.so not found (libomp-dev)" >&2; exit 1; }
     OMP_TOOL_LIBRARIES=$archer ARCHER_OPTIONS=verbose=1 \
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp \
