@@ -39,11 +39,18 @@ void BiasFwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride, const vo
 void BiasBwd(Approx, DType, int64_t rows, int64_t cols, int64_t stride, const void* dy,
              const void* x, const void* bias, void* dx, double* dbias, void* y,
              bool stream);
+// kernels_bias_bwd_value.cpp: BiasBwd with y (BiasBwd calls it; not exported)
+void BiasBwdValue(Approx, DType, int64_t rows, int64_t cols, int64_t stride,
+                  const void* dy, const void* x, const void* bias, void* dx,
+                  double* dbias, void* y, bool stream);
 // kernels_geglu_fwd.cpp, kernels_geglu_bwd.cpp
 void GegluFwd(Approx, DType, int64_t rows, int64_t cols, int64_t h, const void* x,
               void* y, bool gelu_second, bool stream);
 void GegluBwd(Approx, DType, int64_t rows, int64_t cols, int64_t h, const void* dy,
               const void* x, void* dx, bool gelu_second, void* y, bool stream);
+// kernels_geglu_bwd_value.cpp: GegluBwd with y (GegluBwd calls it)
+void GegluBwdValue(Approx, DType, int64_t rows, int64_t cols, int64_t h, const void* dy,
+                   const void* x, void* dx, bool gelu_second, void* y, bool stream);
 // kernels_convert.cpp
 void ToF32(DType, int64_t n, const void* in, float* out);
 void FromF32(DType, int64_t n, const float* in, void* out);

@@ -1,5 +1,6 @@
 // bias_gelu's backward kernel (kernels.hpp: bias_bwd), compiled per SIMD
 // target (kernel_unit.h); kernels_dispatch.cpp picks the target per call.
+// With y (the forward's value too) it goes on in kernels_bias_bwd_value.cpp.
 #include <cstdint>
 
 #include "cpu/kernel_unit.h"
@@ -8,9 +9,9 @@
 #define HWY_TARGET_INCLUDE "cpu/kernels_bias_bwd.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
+#include "cpu/backward_rows-inl.h"
 #include "cpu/driver-inl.h"
 #include "cpu/kernel_entries-inl.h"
-#include "cpu/narrow_rows-inl.h"
 #include "hwy/highway.h"
 
 #if GELU_KERNEL_UNIT_COMPILES(HWY_TARGET)
@@ -24,26 +25,13 @@ void BiasBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t stride,
   if (rows == 0) {  // otherwise the first row group stores the sums
     for (int64_t j = 0; j < cols; ++j) dbias[j] = 0.0;
   }
+  if (y) {
+    BiasBwdValue(form, t, rows, cols, stride, dy, x, bias, dx, dbias, y, stream);
+    return;
+  }
   WithFormAndDType(form, t, [&](auto m, auto s) {
-    using S = decltype(s);
-    if (dbias_narrow(rows, cols, stride)) {
-      if (y) {
-        return BiasBackwardNarrow<decltype(m), S, kValue>(
-            static_cast<size_t>(rows), static_cast<size_t>(cols), CP<S>(dy), CP<S>(x),
-            CP<S>(bias), P<S>(dx), dbias, P<S>(y));
-      }
-      return BiasBackwardNarrow<decltype(m), S>(static_cast<size_t>(rows),
-                                                static_cast<size_t>(cols), CP<S>(dy),
-                                                CP<S>(x), CP<S>(bias), P<S>(dx), dbias);
-    }
-    if (y) {
-      BiasBackwardRows<decltype(m), S, kValue>(rows, cols, stride, CP<S>(dy), CP<S>(x),
-                                               CP<S>(bias), P<S>(dx), dbias, P<S>(y),
-                                               stream);
-    } else {
-      BiasBackwardRows<decltype(m), S>(rows, cols, stride, CP<S>(dy), CP<S>(x),
-                                       CP<S>(bias), P<S>(dx), dbias, nullptr, stream);
-    }
+    BiasBackward<decltype(m), decltype(s), 0>(rows, cols, stride, dy, x, bias, dx,
+                                              dbias, nullptr, stream);
   });
   FenceStreamed(stream);
 }

@@ -1,5 +1,6 @@
 // geglu's backward kernel (kernels.hpp: geglu_bwd), compiled per SIMD target
-// (kernel_unit.h); kernels_dispatch.cpp picks the target per call.
+// (kernel_unit.h); kernels_dispatch.cpp picks the target per call. With y
+// (the forward's value too) it goes on in kernels_geglu_bwd_value.cpp.
 #include <cstdint>
 
 #include "cpu/kernel_unit.h"
@@ -8,9 +9,9 @@
 #define HWY_TARGET_INCLUDE "cpu/kernels_geglu_bwd.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
+#include "cpu/backward_rows-inl.h"
 #include "cpu/driver-inl.h"
 #include "cpu/kernel_entries-inl.h"
-#include "cpu/narrow_rows-inl.h"
 #include "hwy/highway.h"
 
 #if GELU_KERNEL_UNIT_COMPILES(HWY_TARGET)
@@ -21,34 +22,13 @@ namespace HWY_NAMESPACE {
 void GegluBwd(Approx form, DType t, int64_t rows, int64_t cols, int64_t h,
               const void* dy, const void* x, void* dx, bool gelu_second, void* y,
               bool stream) {
-  const int64_t g = gelu_second ? h : 0, u = h - g;
+  if (y) {
+    GegluBwdValue(form, t, rows, cols, h, dy, x, dx, gelu_second, y, stream);
+    return;
+  }
   WithFormAndDType(form, t, [&](auto m, auto s) {
-    using S = decltype(s);
-    if (!gelu_second && cols == h && rows > 1 &&
-        h < static_cast<int64_t>(kNarrowCols)) {
-      if (y) {
-        return GegluBackwardNarrow<decltype(m), S, kValue>(
-            static_cast<size_t>(rows), static_cast<size_t>(h), CP<S>(dy), CP<S>(x),
-            P<S>(dx), P<S>(y));
-      }
-      return GegluBackwardNarrow<decltype(m), S>(static_cast<size_t>(rows),
-                                                 static_cast<size_t>(h), CP<S>(dy),
-                                                 CP<S>(x), P<S>(dx));
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      const auto xr = CP<S>(x) + r * 2 * h;
-      const auto dxr = P<S>(dx) + r * 2 * h;
-      const Streams<S> st{CP<S>(dy) + r * h,
-                          xr + g,
-                          xr + u,
-                          dxr + g,
-                          dxr + u,
-                          nullptr,
-                          y ? P<S>(y) + r * h : nullptr};
-      if (y)
-        RowMaybeStreamed<decltype(m), S, kGated | kBackward | kValue>(stream, cols, st);
-      else RowMaybeStreamed<decltype(m), S, kGated | kBackward>(stream, cols, st);
-    }
+    GegluBackward<decltype(m), decltype(s), 0>(rows, cols, h, dy, x, dx, gelu_second,
+                                               nullptr, stream);
   });
   FenceStreamed(stream);
 }

@@ -19,8 +19,10 @@ set(GELU_CPU_UNITS
   kernels_add.cpp
   kernels_bias_fwd.cpp
   kernels_bias_bwd.cpp
+  kernels_bias_bwd_value.cpp
   kernels_geglu_fwd.cpp
   kernels_geglu_bwd.cpp
+  kernels_geglu_bwd_value.cpp
   kernels_convert.cpp)
 set(GELU_CPU_DEFINITIONS HWY_COMPILE_ALL_ATTAINABLE HWY_DISABLED_TARGETS=HWY_SSSE3)
 
