@@ -36,7 +36,7 @@ build: configure
 run: build
 	$(BUILD)/gelu-fusion report $(ARGS)
 
-test: test-unit test-packaging test-asan test-tsan test-fuzz
+test: test-unit test-packaging test-asan test-tsan test-fuzz test-gpu
 	@bash scripts/check-build-bounds.sh $(BUILD) build-asan build-tsan build-fuzz
 
 test-unit: build
@@ -68,10 +68,23 @@ test-fuzz: deps
 fuzz: deps
 	JOBS=$(JOBS) bash scripts/sanitize.sh fuzz $(FUZZ_SECONDS)
 
-# The CUDA backend's check, on a machine with a GPU (no apt, pip or network
-# needed): scripts/gpu-check.sh, docs/cuda.md.
+# The CUDA backend's check (docs/cuda.md). `make gpu-bundle` here: what the
+# GPU machine runs, from the main build's CUDA targets, into gpu-bundle/
+# (scripts/gpu-bundle.sh). On the GPU machine (no apt, pip or network, and
+# nothing compiled): `make gpu-check STAGES="smoke accuracy"` or
+# scripts/gpu-check.sh STAGE.... `make test` (test-gpu) makes the bundle,
+# dry-runs every stage here, and checks that broken bundles fail.
+.PHONY: gpu-bundle test-gpu
+GPU_BUNDLE ?= gpu-bundle
+STAGES ?= all
+gpu-bundle: build
+	bash scripts/gpu-bundle.sh $(BUILD) $(GPU_BUNDLE)
 gpu-check:
-	bash scripts/gpu-check.sh
+	GPU_CHECK_BUNDLE=$(GPU_BUNDLE) bash scripts/gpu-check.sh $(STAGES)
+test-gpu: gpu-bundle
+	GPU_CHECK_BUNDLE=$(GPU_BUNDLE) GELU_PYTHON=$(VENV)/bin/python \
+	  OUT=$(BUILD)/gpu-check-dry-run bash scripts/gpu-check.sh --dry-run all
+	GELU_PYTHON=$(VENV)/bin/python bash scripts/test-gpu-check.sh $(GPU_BUNDLE)
 
 bench: build
 	$(BUILD)/bench/gelu_bench $(ARGS)

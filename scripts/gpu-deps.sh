@@ -1,23 +1,32 @@
 #!/usr/bin/env bash
-# Copies the build's C++ dependencies that the GPU machine lacks (it has no
-# Debian packages and no network) from this machine's Debian packages into
-# third_party/prefix, with their own layout: Highway (headers, library,
-# CMake config) and GoogleTest/GoogleMock (headers, static libraries, CMake
-# config). scripts/gpu-check.sh finds them there. third_party/ is not
-# committed: pass it along with the checkout (the device tool's `carry`).
+# Copies into BUNDLE/lib the shared libraries that the bundle's programs and
+# extension load and the GPU machine lacks (it has no Debian packages and no
+# network): each library ldd resolves outside the bundle that is not one the
+# GPU machine has (scripts/gpu-machine-libs.sh), under its SONAME, and then
+# what those load in turn. Today that is Highway (libhwy.so.1); GoogleTest
+# is linked statically. scripts/gpu-bundle.sh calls it.
+# Usage: scripts/gpu-deps.sh BUNDLE_DIR
 set -euo pipefail
-cd "$(dirname "$0")/.."
-prefix=third_party/prefix
-rm -rf "$prefix"
-mkdir -p "$prefix"
-for pkg in libhwy1 libhwy-dev libgtest-dev libgmock-dev; do
-  dpkg -L "$pkg" >/dev/null 2>&1 || { echo "gpu-deps: $pkg is not installed" >&2; exit 1; }
-  dpkg -L "$pkg" | while read -r f; do
-    case "$f" in /usr/share/*) continue ;; esac
-    if [ -f "$f" ] || [ -L "$f" ]; then
-      mkdir -p "$prefix$(dirname "$f")"
-      cp -a "$f" "$prefix$f"
-    fi
-  done
+bundle=${1:?usage: scripts/gpu-deps.sh BUNDLE_DIR}
+source "$(dirname "$0")/gpu-machine-libs.sh"
+mkdir -p "$bundle/lib"
+abs=$(cd "$bundle" && pwd)
+copied=()
+for round in 1 2 3; do  # the copied libraries' own dependencies too
+  added=0
+  while IFS= read -r -d '' f; do
+    head -c 4 "$f" | grep -q 'ELF' || continue
+    while read -r name arrow path _; do
+      [ "$arrow" = "=>" ] && [ "$path" != "not" ] || continue
+      [[ "$path" == "$abs"/* ]] && continue
+      on_gpu_machine "$name" && continue
+      [ -e "$abs/lib/$name" ] && continue
+      cp -L "$path" "$abs/lib/$name"
+      copied+=("$name ($path)")
+      added=1
+    done < <(LD_LIBRARY_PATH=$abs/lib ldd "$f" 2>/dev/null || true)
+  done < <(find "$abs" -type f \( -path '*/bin/*' -o -name '*.so' -o -name '*.so.*' \) -print0)
+  [ $added = 1 ] || break
+  [ $round -lt 3 ] || { echo "gpu-deps: libraries still missing after 3 rounds" >&2; exit 1; }
 done
-du -sh "$prefix" | sed 's/^/gpu-deps: /'
+for c in "${copied[@]}"; do echo "gpu-deps: $c"; done
