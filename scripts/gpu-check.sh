@@ -145,11 +145,19 @@ pick_extension() {
   echo "extension: rebuilt on this machine ($ext_path/gelu_fusion/_gelu_fusion_ops.so)"
 }
 
+# Seconds left of the stage's $limit (deadline: set as each stage starts);
+# every command of a stage runs under `timeout` with what is left.
+deadline=0
+left() {
+  local l=$((deadline - $(date +%s)))
+  echo $((l > 1 ? l : 1))
+}
+
 tests_bin=$bundle/bin/gelu_cuda_tests
 run_gtest() {  # json part filter: the GPU C++ tests, parsed as they run
   local json=$1 part=$2 filter=$3 rc=$out/.rc.$$
   echo "+ gelu_cuda_tests --gtest_filter=$filter"
-  { set +e; timeout -k 10 "$limit" "$tests_bin" \
+  { set +e; timeout -k 10 "$(left)" "$tests_bin" \
       --gtest_filter="$filter" 2>&1; echo $? >"$rc"; } | results gtest "$json" "$part" "$rc"
   rm -f "$rc"
 }
@@ -160,11 +168,11 @@ run_pytest() {  # json part test...: pytest with outcomes into the JSON
   pick_extension || { results problem "$json" "the gelu_fusion extension cannot load"; return 0; }
   echo "+ pytest $*"
   PYTHONPATH=$ext_path:$repo/scripts GELU_FUSION_REPO=$repo GPU_CHECK_JSON=$json \
-    GPU_CHECK_PART=$part timeout -k 10 "$limit" "$py" -m pytest -q -p no:cacheprovider \
+    GPU_CHECK_PART=$part timeout -k 10 "$(left)" "$py" -m pytest -q -p no:cacheprovider \
     -p gpu_check_pytest -rs "$@" || rc=$?
   case $rc in
     0 | 1) ;;  # 1: failures, each already in the JSON
-    124 | 137) results problem "$json" "pytest stopped after $limit s" ;;
+    124 | 137) results problem "$json" "pytest stopped at the stage's limit ($limit s)" ;;
     *) results problem "$json" "pytest exited with $rc (interrupted, usage or internal error, or no test collected)" ;;
   esac
 }
@@ -175,7 +183,7 @@ stage_smoke() {
   run_gtest "$json" cpp 'CudaApi.MisuseThrowsTheCpuErrors:CudaApi.WithoutAGpuAValidCallThrows:All/CudaOps.Gelu/none_*_r_13_17'
   pick_extension || { results problem "$json" "the gelu_fusion extension cannot load"; return 0; }
   echo "+ scripts/gpu_smoke.py"
-  PYTHONPATH=$ext_path:$repo/scripts timeout -k 10 "$limit" "$py" scripts/gpu_smoke.py "$json" || rc=$?
+  PYTHONPATH=$ext_path:$repo/scripts timeout -k 10 "$(left)" "$py" scripts/gpu_smoke.py "$json" || rc=$?
   [ $rc = 0 ] || results problem "$json" "scripts/gpu_smoke.py exited with $rc"
 }
 
@@ -208,12 +216,18 @@ stage_memcheck() {
   fi
   echo "+ $san --tool memcheck --leak-check full gelu_cuda_tests --gtest_filter=$filter"
   rc=$out/.rc.$$
-  { set +e; timeout -k 10 "$limit" "$san" --tool memcheck \
+  { set +e; timeout -k 10 "$(left)" "$san" --tool memcheck \
       --leak-check full --error-exitcode 3 --print-limit 100 "$tests_bin" \
       --gtest_filter="$filter" 2>&1; echo $? >"$rc"; } | tee "$log" | results gtest "$json" cpp
   local code
   code=$(cat "$rc"); rm -f "$rc"
   results set "$json" sanitizer exit_code "$code"
+  case $code in
+    124 | 137)
+      results problem "$json" "memcheck: stopped at the stage's time limit ($limit s)"
+      return 0
+      ;;
+  esac
   if grep -E '^=+ ' "$log" | grep -Eqi 'device (is )?not supported|unsupported device|not supported on this device|does not support this device|no supported device|vgpu.*not supported'; then
     echo "skipped: unsupported by compute-sanitizer"
     results skip "$json" sanitizer compute-sanitizer "unsupported by compute-sanitizer"
@@ -248,7 +262,7 @@ stage_bench() {
   local json=$1 rc=0 args=()
   pick_extension || { results problem "$json" "the gelu_fusion extension cannot load"; return 0; }
   [ "$mode" = gpu ] || { args=(--cpu); echo "dry run: a tiny run on the CPU"; }
-  PYTHONPATH=$ext_path:$repo/scripts timeout -k 10 "$limit" "$py" scripts/gpu_bench.py \
+  PYTHONPATH=$ext_path:$repo/scripts timeout -k 10 "$(left)" "$py" scripts/gpu_bench.py \
     "$json" "${args[@]}" || rc=$?
   [ $rc = 0 ] || results problem "$json" "scripts/gpu_bench.py exited with $rc"
 }
@@ -257,6 +271,7 @@ failed=()
 for s in "${stages[@]}"; do
   json=$out/$s.json log=$out/$s.log
   results begin "$json" "$s" "$mode"
+  deadline=$(($(date +%s) + limit))
   {
     say "stage $s"
     rc=0

@@ -132,7 +132,10 @@ def parse_gtest(path, part_name, lines, exit_code_file=None):
         code = int(text) if text else None
     p = part(data, part_name)
     p["exit_code"] = code
-    if code not in (None, 0) and p["failed"] == 0:
+    if code in (124, 137):
+        data["problems"].append(f"{part_name}: stopped at the stage's time limit "
+                                f"(timeout, exit code {code})")
+    elif code not in (None, 0) and p["failed"] == 0:
         data["problems"].append(f"{part_name}: exit code {code} with no failed test "
                                 "reported (crash, timeout or a test binary error)")
     if p["passed"] + p["failed"] + p["skipped"] == 0:

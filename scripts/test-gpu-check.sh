@@ -90,6 +90,16 @@ san=$(fake clean "'========= ERROR SUMMARY: 0 errors'" 0)
 check "memcheck, no error: passes" 0 '^gpu-check memcheck: [1-9][0-9]* passed, 0 failed' \
   env GPU_CHECK_SANITIZER="$san" OUT="$work/r5" bash scripts/gpu-check.sh --dry-run memcheck
 
+cat >"$work/hangs" <<'EOF'
+#!/usr/bin/env bash
+echo "[ RUN      ] CudaApi.Hangs"
+exec sleep 60
+EOF
+chmod +x "$work/hangs"
+check "a stage past its time limit fails, saying so" fail "stopped at the stage's time limit" \
+  env GPU_CHECK_SANITIZER="$work/hangs" GPU_CHECK_STAGE_SECONDS=2 OUT="$work/r6" \
+  bash scripts/gpu-check.sh --dry-run memcheck
+
 # The parser, on GoogleTest's output as a GPU run prints it.
 gpu_skips='CudaApi.WithoutAGpuAValidCallThrows|a CUDA device is present
 All/CudaOps.BiasGelu*/*_r|bias needs rank >= 1'
@@ -146,7 +156,7 @@ check "pytest plugin: a stray skip fails" fail "test_skips: unexpected skip: 'so
 
 if "$py" -c 'import sys, torch; sys.exit(torch.cuda.is_available())'; then
   check "no GPU, no --dry-run: stops at once" fail 'no GPU' \
-    env OUT="$work/r6" bash scripts/gpu-check.sh smoke
+    env OUT="$work/r7" bash scripts/gpu-check.sh smoke
 fi
 check "an unknown stage is an error" fail "unknown stage or option 'smok'" \
   bash scripts/gpu-check.sh smok
