@@ -28,10 +28,14 @@ namespace {
 namespace fs = std::filesystem;
 
 const char* kUsage =
-    "usage: gelu-fusion report [--quick] [--ops a,b] [--dtypes f32,bf16,f16]\n"
+    "usage: gelu-fusion report [--full | --quick] [--ops a,b] [--dtypes f32,bf16,f16]\n"
     "         [--sizes 4K,256K,4M,32M] [--threads 1,all] [--forms none,tanh,quick]\n"
     "         [--points N] [--no-peers] [--json PATH] [--out DIR]\n"
-    "  --quick     smaller sweep, sizes 4K, 256K, 1M, fewer rounds (<= 30 s)\n"
+    "  (default)   the short report: every section, sizes 4K, 256K, 4M, f32 and\n"
+    "              bf16 throughput, fewer rounds and accuracy points\n"
+    "  --full      the complete report: sizes up to 32M, f16 throughput too, more\n"
+    "              rounds and accuracy points, the model block at 1 and 2 threads\n"
+    "  --quick     a smoke run: sizes 4K, 256K, 1M, fewest points\n"
     "  --forms     forms timed in the throughput section (default none = erf;\n"
     "              accuracy always covers all three)\n"
     "  --points    f32 accuracy points per region (default 65536)\n"
@@ -62,9 +66,9 @@ fs::path binary_dir() {
 }
 
 std::vector<std::string> timing_rules(const Settings& s) {
-  const TimingPolicy small = policy_for(4096, s.quick),
-                     mid = policy_for(1 << 22, s.quick),
-                     big = policy_for(1 << 25, s.quick);
+  const TimingPolicy small = policy_for(4096, s.few_rounds()),
+                     mid = policy_for(1 << 22, s.few_rounds()),
+                     big = policy_for(1 << 25, s.few_rounds());
   auto span = [](const TimingPolicy& p) {
     return std::to_string(p.min_rounds) + "-" + std::to_string(p.max_rounds);
   };
@@ -125,6 +129,7 @@ int run_report(const std::vector<std::string>& args) {
       return args[++i];
     };
     if (a == "--quick") s.quick = true;
+    else if (a == "--full") s.full = true;
     else if (a == "--no-peers") s.peers = false;
     else if (a == "--ops") ops = value();
     else if (a == "--dtypes") dtypes = value();
@@ -145,16 +150,24 @@ int run_report(const std::vector<std::string>& args) {
       s.ops.push_back(op->id);
     }
   }
+  if (s.quick && s.full)
+    throw Error("--quick and --full: one or the other\n" + std::string(kUsage));
   if (!dtypes.empty()) {
     s.dtypes.clear();
     for (const auto& d : split(dtypes)) s.dtypes.push_back(parse_dtype(d));
   }
+  // The short report times f32 and bf16 (f16 runs the same kernels with
+  // another conversion: the cliffs table still has its ratio to f32).
+  s.throughput_dtypes = s.dtypes;
+  if (dtypes.empty() && !s.full && !s.quick)
+    s.throughput_dtypes = {DType::f32, DType::bf16};
   if (!forms.empty()) {
     s.throughput_forms.clear();
     for (const auto& f : split(forms)) s.throughput_forms.push_back(parse_approx(f));
   }
-  s.sizes = s.quick ? std::vector<int64_t>{4096, 1 << 18, 1 << 20}
-                    : std::vector<int64_t>{4096, 1 << 18, 1 << 22, 1 << 25};
+  s.sizes = s.quick  ? std::vector<int64_t>{4096, 1 << 18, 1 << 20}
+            : s.full ? std::vector<int64_t>{4096, 1 << 18, 1 << 22, 1 << 25}
+                     : std::vector<int64_t>{4096, 1 << 18, 1 << 22};
   if (!sizes.empty()) {
     s.sizes.clear();
     for (const auto& z : split(sizes)) s.sizes.push_back(parse_size(z));
@@ -168,12 +181,27 @@ int run_report(const std::vector<std::string>& args) {
   }
   std::sort(s.threads.begin(), s.threads.end());
   s.threads.erase(std::unique(s.threads.begin(), s.threads.end()), s.threads.end());
-  s.f32_points = points.empty() ? (s.quick ? 1 << 12 : 1 << 16) : std::stoll(points);
+  s.f32_points = !points.empty() ? std::stoll(points)
+                 : s.quick       ? 1 << 12
+                 : s.full        ? 1 << 16
+                                 : 1 << 14;
 
   const double start = now_ns();
+  progress_start();
   Report r;
   r.command = "gelu-fusion report";
   for (const auto& a : args) r.command += " " + a;
+  r.depth = s.quick ? "quick" : s.full ? "full" : "short";
+  r.kind =
+      s.full ? "Full report (`gelu-fusion report --full`, or `make run ARGS=--full`). "
+               "The default, `gelu-fusion report` (`make run`), is a short one."
+      : s.quick ? "Quick report (`--quick`): a smoke run, few points and rounds. The "
+                  "default is `gelu-fusion report` (`make run`); the complete one "
+                  "`gelu-fusion report --full` (`make run ARGS=--full`)."
+                : "Short report (the default): sizes up to 4M, f32 and bf16 "
+                  "throughput, fewer rounds and accuracy points. The complete one: "
+                  "`gelu-fusion report --full` (or `make run ARGS=--full`).";
+  progress("%s\n", r.kind.c_str());
   r.machine = machine_facts();
   r.machine.push_back({"oneDNN", s.peers ? onednn::version() : "skipped (--no-peers)"});
   r.rules = timing_rules(s);
@@ -187,10 +215,10 @@ int run_report(const std::vector<std::string>& args) {
   run_cliffs(s, r);
   run_overhead(s, &torch, r);
   if (s.peers) {
-    std::fprintf(stderr,
-                 "report: [4/4] PyTorch: %d throughput cases in python "
-                 "(estimate %.0f s)\n",
-                 torch.throughput_jobs(), 5 + 0.4 * torch.throughput_jobs());
+    progress(
+        "[4/4] PyTorch: %d throughput cases in python "
+        "(estimate %.0f s)\n",
+        torch.throughput_jobs(), 5 + 0.4 * torch.throughput_jobs());
     torch.run();
     r.machine.push_back({"PyTorch", torch.note().empty()
                                         ? torch.version() + " (python subprocess)"
@@ -201,7 +229,7 @@ int run_report(const std::vector<std::string>& args) {
   fill_torch(s, torch, pending, r);
   fs::remove_all(out_dir / "torch-jobs");
   if (s.peers)
-    r.model_block = run_model_block(s.quick, (out_dir / "model_block.md").string());
+    r.model_block = run_model_block(!s.full, (out_dir / "model_block.md").string());
 
   // JSON first: the chart is drawn from it.
   const fs::path json_file = json_path.empty() ? out_dir / "report.json"
@@ -213,6 +241,7 @@ int run_report(const std::vector<std::string>& args) {
     if (!f) throw Error("cannot write " + p.string());
   };
   write(json_file, json(r));
+  progress("chart (report_chart.py)\n");
   const fs::path png = out_dir / "report.png";
   fs::remove(png);
   const char* py = std::getenv("GELU_PYTHON");
@@ -234,10 +263,10 @@ int run_report(const std::vector<std::string>& args) {
   write(json_file, json(r));
   write(out_dir / "report.md", markdown(r));
 
-  std::printf("%s\n%s\n%s\n%s\n%s\n%s\n", machine_section(r).c_str(),
-              accuracy_section(r).c_str(), throughput_section(r).c_str(),
-              cliffs_section(r).c_str(), overhead_section(r).c_str(),
-              model_block_section(r).c_str());
+  std::printf("%s\n\n%s\n%s\n%s\n%s\n%s\n%s\n", r.kind.c_str(),
+              machine_section(r).c_str(), accuracy_section(r).c_str(),
+              throughput_section(r).c_str(), cliffs_section(r).c_str(),
+              overhead_section(r).c_str(), model_block_section(r).c_str());
   std::printf("Wrote %s, %s%s (%.0f s)\n", (out_dir / "report.md").c_str(),
               json_file.c_str(), r.chart.empty() ? "" : (", " + png.string()).c_str(),
               r.seconds);

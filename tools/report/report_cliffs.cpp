@@ -23,10 +23,10 @@ void run_cliffs(const Settings& s, Report& r) {
   if (ops.empty()) return;
   const int64_t big = *std::max_element(s.sizes.begin(), s.sizes.end());
   const int64_t cached = std::min<int64_t>(big, 1 << 18);
-  std::fprintf(stderr,
-               "report: kernel cliffs: storage dtypes at %lld elements, "
-               "input scales of the other forms (estimate %.0f s)\n",
-               static_cast<long long>(big), 4 + 2e-7 * big);
+  progress(
+      "kernel cliffs: storage dtypes at %lld elements, "
+      "input scales of the other forms (estimate %.0f s)\n",
+      static_cast<long long>(big), 4 + 2e-7 * big);
   for (OpId op : ops) {
     // Storage: f32, bf16, f16 in the same rounds.
     const Shape shape = shape_for(big);
@@ -37,7 +37,7 @@ void run_cliffs(const Settings& s, Report& r) {
       const auto st = time_interleaved({[&] { run_ours(f32, Approx::none, threads); },
                                         [&] { run_ours(bf16, Approx::none, threads); },
                                         [&] { run_ours(f16, Approx::none, threads); }},
-                                       policy_for(big, s.quick));
+                                       policy_for(big, s.few_rounds()));
       r.cliffs.push_back({"bf16 vs f32 elements/s", op, Approx::none, big, threads,
                           st[0], st[1], kStorageTarget});
       r.cliffs.push_back({"f16 vs f32 elements/s", op, Approx::none, big, threads,
@@ -54,7 +54,7 @@ void run_cliffs(const Settings& s, Report& r) {
           continue;
         std::vector<std::function<void()>> fns;
         for (Case& c : cases) fns.push_back([&c, form] { run_ours(c, form, 1); });
-        const auto st = time_interleaved(fns, policy_for(n, s.quick));
+        const auto st = time_interleaved(fns, policy_for(n, s.few_rounds()));
         for (size_t k = 1; k < cases.size(); ++k)
           r.cliffs.push_back(
               {std::string(kInputScales[k].name) + " vs N(0,1) elements/s", op, form, n,

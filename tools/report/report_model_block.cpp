@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "report_common.hpp"
+#include "report_timing.hpp"
 
 namespace gelu::report {
 
@@ -18,8 +19,8 @@ std::string run_model_block(bool quick, const std::string& out_file) {
   const std::string script = report_script("report_model_block.py");
   if (!std::filesystem::exists(python) || !std::filesystem::exists(script))
     return "## Model block\n\nNot measured: no " + python + " or script.\n";
-  std::fprintf(stderr, "report: model block (GPT-2 MLP, 4 variants, %s)\n",
-               quick ? "1 thread" : "1 and 2 threads");
+  progress("model block (GPT-2 MLP, 4 variants, %s)\n",
+           quick ? "1 thread" : "1 and 2 threads");
   std::filesystem::remove(out_file);
   // Its output goes to out_file only: the report prints the section itself.
   const std::string cmd = "'" + python + "' '" + script + "' --package-dir '" +

@@ -221,7 +221,7 @@ std::string model_block_section(const Report& r) {
 }
 
 std::string markdown(const Report& r) {
-  std::string s = "# gelu-fusion report\n\n`" + r.command + "` (" +
+  std::string s = "# gelu-fusion report\n\n" + r.kind + "\n\n`" + r.command + "` (" +
                   fmt("%.0f", r.seconds) + " s)\n\n## Timing rules\n\n";
   for (const auto& rule : r.rules) s += "- " + rule + "\n";
   // Not "\n" + machine_section(r): GCC 12 warns (-Wrestrict, a false positive)
@@ -238,7 +238,8 @@ std::string markdown(const Report& r) {
 
 std::string json(const Report& r) {
   std::ostringstream o;
-  o << "{\n\"command\": " << jstr(r.command) << ",\n\"seconds\": " << jnum(r.seconds)
+  o << "{\n\"command\": " << jstr(r.command) << ",\n\"depth\": " << jstr(r.depth)
+    << ",\n\"kind\": " << jstr(r.kind) << ",\n\"seconds\": " << jnum(r.seconds)
     << ",\n\"machine\": {";
   for (size_t i = 0; i < r.machine.size(); ++i)
     o << (i ? ", " : "") << jstr(r.machine[i].first) << ": "

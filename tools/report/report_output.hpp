@@ -12,6 +12,8 @@ namespace gelu::report {
 
 struct Report {
   std::string command;
+  std::string depth;  // "short" (the default), "full" or "quick"
+  std::string kind;   // a sentence: which report this is, how to get the other
   std::vector<std::pair<std::string, std::string>> machine;
   std::vector<std::string> rules;  // timing rules, one sentence each
   std::vector<AccuracyRow> accuracy;

@@ -65,9 +65,8 @@ void run_input_scales(const Settings& s, TorchPeer* torch, Report& r) {
   const std::vector<OpId> ops = selected(s, kScaleOps);
   if (ops.empty()) return;
   const std::vector<int64_t> sizes = scale_sizes(s);
-  std::fprintf(
-      stderr,
-      "report: input scales (N(0,1), N(0,2), N(0,3), tail-only): %zu ops x %zu "
+  progress(
+      "input scales (N(0,1), N(0,2), N(0,3), tail-only): %zu ops x %zu "
       "sizes x %zu threads, f32 (estimate %.0f s)\n",
       ops.size(), sizes.size(), s.threads.size(),
       ops.size() * s.throughput_forms.size() *
@@ -98,7 +97,7 @@ void run_input_scales(const Settings& s, TorchPeer* torch, Report& r) {
           }
           fns.push_back(
               [&] { parallel_copy(dst.data(), src.data(), bytes / 2, threads); });
-          const TimingPolicy p = policy_for(n, s.quick);
+          const TimingPolicy p = policy_for(n, s.few_rounds());
           const std::vector<Stat> st = time_interleaved(fns, p);
           // Index of ours on scale k: one slot per scale plus its peer's.
           std::vector<int> ours_at(kNumScales);
@@ -134,12 +133,12 @@ void run_shapes(const Settings& s, TorchPeer* torch, Report& r) {
   if (ops.empty()) return;
   const int64_t n = std::min(kShapeElements,
                              *std::max_element(s.sizes.begin(), s.sizes.end()));
-  std::fprintf(stderr,
-               "report: shapes: last dimension %lld and %lld at %lld elements, %zu ops "
-               "(estimate %.0f s)\n",
-               static_cast<long long>(kNarrowCols), static_cast<long long>(kWideCols),
-               static_cast<long long>(n), ops.size(),
-               ops.size() * 2 * s.threads.size() * (0.3 + 4e-8 * n));
+  progress(
+      "shapes: last dimension %lld and %lld at %lld elements, %zu ops "
+      "(estimate %.0f s)\n",
+      static_cast<long long>(kNarrowCols), static_cast<long long>(kWideCols),
+      static_cast<long long>(n), ops.size(),
+      ops.size() * 2 * s.threads.size() * (0.3 + 4e-8 * n));
   for (int64_t want : {kNarrowCols, kWideCols})
     for (OpId op : ops) {
       const int64_t cols = std::min(want, n);

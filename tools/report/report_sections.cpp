@@ -4,6 +4,7 @@
 
 #include "report_accuracy.hpp"
 #include "report_onednn.hpp"
+#include "report_timing.hpp"
 
 namespace gelu::report {
 namespace {
@@ -39,11 +40,11 @@ TimingPolicy policy_for(int64_t n, bool quick) {
 std::vector<PendingTorchAccuracy> run_accuracy(const Settings& s, TorchPeer* torch,
                                                Report& r) {
   const size_t cases = s.ops.size() * s.accuracy_forms.size() * s.dtypes.size();
-  std::fprintf(stderr,
-               "report: [1/4] accuracy: %zu op/form/dtype cases, %lld f32 points "
-               "per region (estimate %.0f s)\n",
-               cases, static_cast<long long>(s.f32_points),
-               cases * (4e-7 * 4 * s.f32_points + 0.02));
+  progress(
+      "[1/4] accuracy: %zu op/form/dtype cases, %lld f32 points "
+      "per region (estimate %.0f s)\n",
+      cases, static_cast<long long>(s.f32_points),
+      cases * (4e-7 * 4 * s.f32_points + 0.02));
   std::vector<PendingTorchAccuracy> pending;
   onednn::set_threads(default_num_threads());
   for (OpId op : s.ops)
@@ -85,7 +86,7 @@ ThroughputRow time_throughput_row(const Settings& s, TorchPeer* torch, Case& c, 
   std::vector<std::function<void()>> fns{[&] { run_ours(c, form, threads); }};
   if (peer) fns.push_back([&] { peer->run(); });
   fns.push_back([&] { parallel_copy(dst.data(), src.data(), bytes / 2, threads); });
-  const TimingPolicy p = policy_for(n, s.quick);
+  const TimingPolicy p = policy_for(n, s.few_rounds());
   const std::vector<Stat> st = time_interleaved(fns, p);
   ThroughputRow row{op, form, t, n, threads, bytes, st[0], st.back(), {}, {}};
   row.cols = c.shape.cols;
@@ -98,26 +99,28 @@ ThroughputRow time_throughput_row(const Settings& s, TorchPeer* torch, Case& c, 
 
 void run_throughput(const Settings& s, TorchPeer* torch, Report& r) {
   double estimate = 0;
-  const size_t per_size = s.ops.size() * s.dtypes.size() * s.throughput_forms.size();
+  const size_t per_size = s.ops.size() * s.throughput_dtypes.size() *
+                          s.throughput_forms.size();
   for (int64_t n : s.sizes)
     estimate += per_size *
                 (s.threads.size() *
-                     (policy_for(n, s.quick).budget_ns * 1e-9 + 3 * 3e-9 * n) +
+                     (policy_for(n, s.few_rounds()).budget_ns * 1e-9 + 3 * 3e-9 * n) +
                  3e-9 * n * 4);
-  std::fprintf(stderr,
-               "report: [2/4] throughput: %zu cases (op x form x dtype x size x "
-               "threads), %lld elements per op (estimate %.0f s with fast kernels)\n",
-               per_size * s.sizes.size() * s.threads.size(),
-               static_cast<long long>(elements(s.sizes)), estimate);
+  progress(
+      "[2/4] throughput: %zu cases (op x form x dtype x size x "
+      "threads), %lld elements per op (estimate %.0f s with fast kernels)\n",
+      per_size * s.sizes.size() * s.threads.size(),
+      static_cast<long long>(elements(s.sizes)), estimate);
   // Progress weighs a case by its size (plus a fixed cost), so the estimate
   // holds when the large sizes come last.
   size_t done = 0;
   double work_done = 0, work_total = 0;
-  for (int64_t n : s.sizes) work_total += (n + 1e6) * s.ops.size() * s.dtypes.size();
+  for (int64_t n : s.sizes)
+    work_total += (n + 1e6) * s.ops.size() * s.throughput_dtypes.size();
   const double start = now_ns();
   for (int64_t n : s.sizes)
     for (OpId op : s.ops)
-      for (DType t : s.dtypes) {
+      for (DType t : s.throughput_dtypes) {
         const Shape shape = shape_for(n);
         Case c = make_case(op, t, shape);
         const int64_t bytes = traffic_bytes(op, t, shape);
@@ -129,19 +132,19 @@ void run_throughput(const Settings& s, TorchPeer* torch, Report& r) {
           }
         ++done;
         work_done += n + 1e6;
-        const size_t total = s.sizes.size() * s.ops.size() * s.dtypes.size();
+        const size_t total = s.sizes.size() * s.ops.size() * s.throughput_dtypes.size();
         if (done % 8 == 0 || done == total) {
           const double el = (now_ns() - start) * 1e-9;
-          std::fprintf(stderr,
-                       "report:   throughput %zu/%zu op x dtype x size done, "
-                       "%.0f s elapsed, ~%.0f s left\n",
-                       done, total, el, el / work_done * (work_total - work_done));
+          progress(
+              "  throughput %zu/%zu op x dtype x size done, "
+              "%.0f s elapsed, ~%.0f s left\n",
+              done, total, el, el / work_done * (work_total - work_done));
         }
       }
 }
 
 void run_overhead(const Settings& s, TorchPeer* torch, Report& r) {
-  std::fprintf(stderr, "report: [3/4] per-call overhead (estimate 1 s)\n");
+  progress("[3/4] per-call overhead (estimate 1 s)\n");
   Case c = make_case(OpId::gelu, DType::f32, {1, 1});
   const Stat ours = time_alone([&] { run_ours(c, Approx::none, 1); }, 1000, 21);
   r.overhead.push_back(

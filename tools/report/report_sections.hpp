@@ -16,14 +16,20 @@ struct Case;  // report_case.hpp
 
 struct Settings {
   std::vector<OpId> ops;
-  std::vector<DType> dtypes;
+  std::vector<DType> dtypes;             // accuracy
+  std::vector<DType> throughput_dtypes;  // the size sweep
   std::vector<Approx> accuracy_forms;    // all three by default
   std::vector<Approx> throughput_forms;  // none (erf) by default
   std::vector<int64_t> sizes;
   std::vector<int> threads;
   bool peers = true;
+  // Three depths: --quick (a smoke run), the short default, --full.
   bool quick = false;
+  bool full = false;
   int64_t f32_points = 1 << 16;  // per region
+  // Fewer timing rounds and a smaller time budget per case (policy_for):
+  // all but the full report.
+  bool few_rounds() const { return quick || !full; }
 };
 
 // Rounds and time budget for a size (fewer rounds where a call is long).

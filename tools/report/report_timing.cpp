@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 
 namespace gelu::report {
@@ -23,6 +25,20 @@ Stat summarize(std::vector<double> s) {
   r.max = s.back();
   r.rounds = static_cast<int>(m);
   return r;
+}
+
+namespace {
+double g_progress_start = 0;
+}  // namespace
+
+void progress_start() { g_progress_start = now_ns(); }
+
+void progress(const char* fmt, ...) {
+  std::fprintf(stderr, "report: [%4.0f s] ", (now_ns() - g_progress_start) * 1e-9);
+  va_list args;
+  va_start(args, fmt);
+  std::vfprintf(stderr, fmt, args);
+  va_end(args);
 }
 
 namespace {

@@ -38,4 +38,9 @@ void parallel_copy(void* dst, const void* src, int64_t bytes, int threads);
 double now_ns();
 Stat summarize(std::vector<double> samples);
 
+// A progress line on stderr, "report: [  12 s] " and the printf-formatted
+// message: seconds since the report began (progress_start).
+void progress_start();
+[[gnu::format(printf, 1, 2)]] void progress(const char* fmt, ...);
+
 }  // namespace gelu::report
