@@ -1,5 +1,6 @@
 # gelu-fusion: `make run` (the report) and `make test` (every test).
-# Each target installs what is missing (scripts/install-deps.sh), then builds.
+# Each target installs what is missing (scripts/install-deps.sh), then builds
+# (`make run` in build-run/, for this CPU only; the others in build/).
 # `make check`: the quick tier for the edit loop (no long sweeps, no
 # sanitizers). `make format` / `make format-check`: clang-format.
 BUILD ?= build
@@ -33,8 +34,19 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-run: build
-	$(BUILD)/gelu-fusion report $(ARGS)
+# `make run`: the report and only what it runs (gelu_report_deps: the
+# gelu-fusion command and the PyTorch adapter), with the CPU kernels for this
+# CPU's best SIMD target plus the scalar fallback (GELU_SIMD_TARGETS=native),
+# no tests and no CUDA, in a build directory of its own, so that `make test`
+# and `make build` in $(BUILD) keep every target. ARGS=--full: the complete
+# report.
+RUN_BUILD ?= build-run
+run: deps
+	@cmake -S . -B $(RUN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+	  -DGELU_SIMD_TARGETS=native -DGELU_WITH_TESTS=OFF -DGELU_WITH_CUDA=OFF \
+	  -DGELU_WERROR=$(GELU_WERROR) -DGELU_PYTHON=$(VENV)/bin/python $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(RUN_BUILD) -j $(JOBS) --target gelu_report_deps
+	$(RUN_BUILD)/gelu-fusion report $(ARGS)
 
 test: test-unit test-packaging test-asan test-tsan test-fuzz test-gpu
 	@bash scripts/check-build-bounds.sh $(BUILD) build-asan build-tsan build-fuzz
@@ -95,4 +107,4 @@ format-check: deps
 	@bash scripts/format.sh --check
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(RUN_BUILD)
