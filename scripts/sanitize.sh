@@ -18,6 +18,17 @@
 #                                   libFuzzer + ASan + UBSan; build-fuzz);
 #                                   fails on any finding
 #
+# SIMD targets: these builds compile the CPU kernels for this CPU's best
+# target only (-march=native and HWY_COMPILE_ONLY_STATIC, set by
+# cmake/sanitizers.cmake whatever GELU_SIMD_TARGETS says), not every target
+# as the Release build does: each target costs about as much again under
+# the sanitizers, the costliest compiles of `make test`. That target is the
+# code dispatch runs on this machine, and the kernel code is shared between
+# targets (only the vector width and instructions differ), so the memory,
+# undefined-behaviour and race checks keep their reach; the lower targets
+# and the scalar fallback are compiled and tested, without a sanitizer, by
+# the Release build (`make test-unit`), which keeps every target.
+#
 # Environment: JOBS (build parallelism, default 2); GELU_WERROR (ON: warnings
 # are errors, as the Makefile sets in CI); GELU_MEASURE_COMPILES (ON: log
 # each compile's memory, scripts/check-build-bounds.sh); TSAN_FILTER (a gtest filter for
