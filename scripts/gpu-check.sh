@@ -278,7 +278,12 @@ for s in "${stages[@]}"; do
     (set -e; "stage_$s" "$json") || rc=$?
     [ $rc = 0 ] || results problem "$json" "the stage's script failed (exit $rc)"
     results close "$json" || true
-  } 2>&1 | tee "$log"
+  } 2>&1 | if [ "$mode" = dry-run ]; then
+    # Every skipped test's lines in the log only; here the stage's summary.
+    tee "$log" | grep -E '^(== gpu-check|gpu-check |extension:|  (FAILED |PROBLEM: |skipped |\.\.\. ))' || true
+  else
+    tee "$log"
+  fi
   # Its closing line and JSON, as the stage left them.
   line=$(grep -E "^gpu-check $s: [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$" "$log" | tail -1 || true)
   status=$("$py" -c 'import json, sys; print(json.load(open(sys.argv[1]))["status"])' "$json" 2>/dev/null || echo missing)
