@@ -267,10 +267,14 @@ stage_bench() {
   [ $rc = 0 ] || results problem "$json" "scripts/gpu_bench.py exited with $rc"
 }
 
+device="none (dry run)"
+if [ "$mode" = gpu ]; then
+  device=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+fi
 failed=()
 for s in "${stages[@]}"; do
   json=$out/$s.json log=$out/$s.log
-  results begin "$json" "$s" "$mode"
+  results begin "$json" "$s" "$mode" "$device" "$bundle/bundle.json"
   deadline=$(($(date +%s) + limit))
   {
     say "stage $s"

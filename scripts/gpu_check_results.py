@@ -11,7 +11,7 @@ Skips: a skip counts as skipped only when its test and reason match an
 entry of GPU_CHECK_EXPECTED_SKIPS (lines "TEST-GLOB|REASON", set by
 gpu-check.sh); any other skip is a failure.
 
-  gpu_check_results.py begin JSON STAGE MODE
+  gpu_check_results.py begin JSON STAGE MODE [DEVICE [BUNDLE_JSON]]
   gpu_check_results.py gtest JSON PART [EXIT_CODE_FILE] < gtest output
   gpu_check_results.py set JSON PART KEY VALUE
   gpu_check_results.py pass|fail|skip JSON PART NAME [REASON]
@@ -155,7 +155,14 @@ def totals(data):
 def main(argv):
     cmd, path = argv[1], argv[2]
     if cmd == "begin":
-        save(path, {"stage": argv[3], "mode": argv[4], "status": "running",
+        bundle = {}
+        if len(argv) > 6 and os.path.exists(argv[6]):
+            b = load(argv[6])
+            bundle = {k: b.get(k) for k in ("commit", "uncommitted_changes", "torch",
+                                            "nvcc", "cuda_architectures")}
+        save(path, {"stage": argv[3], "mode": argv[4],
+                    "device": argv[5] if len(argv) > 5 else "", "bundle": bundle,
+                    "status": "running",
                     "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "parts": {}, "problems": []})
     elif cmd == "gtest":
