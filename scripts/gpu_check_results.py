@@ -83,7 +83,9 @@ def update(path, fn):
 
 # --- GoogleTest output, line by line ----------------------------------------
 RUN = re.compile(r"^\[ RUN      \] (\S+)")
-DONE = re.compile(r"^\[ +(OK|FAILED|SKIPPED) +\] (\S+) \(\d+ ms\)")
+# "[  FAILED  ] All/X.Y/z, where GetParam() = ... (3 ms)" for parameterized
+# tests; the name ends at a comma or a space.
+DONE = re.compile(r"^\[ +(OK|FAILED|SKIPPED) +\] ([^\s,]+)")
 FIGURE = re.compile(r"^\[ figures  \] (.*)")
 
 
@@ -100,6 +102,9 @@ def parse_gtest(path, part_name, lines, exit_code_file=None):
         line = line.rstrip("\n")
         m = RUN.match(line)
         if m:
+            if current:
+                record(data, part_name, current, "failed", "no result line")
+                save(path, data)
             current, skip_reason, in_skip = m.group(1), [], False
             continue
         if current and line.endswith(": Skipped"):

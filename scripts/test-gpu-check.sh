@@ -132,6 +132,16 @@ check "parser: a listed reason on another test fails" fail "All/CudaOps.Gelu/non
 x.cpp:84: Skipped
 bias needs rank >= 1
 [  SKIPPED ] All/CudaOps.Gelu/none_f32_r (0 ms)"
+check "parser: parameterized failures count, each" fail '^gpu-check accuracy: 1 passed, 2 failed, 2 skipped$' \
+  parse "$work/p5.json" <<<"$expected
+[ RUN      ] All/CudaOps.Gelu/none_f32_r_13_17
+x.cpp:40: Failure
+[  FAILED  ] All/CudaOps.Gelu/none_f32_r_13_17, where GetParam() = (4-byte object <00-00 00-00>, { 13, 17 }) (0 ms)
+[ RUN      ] All/CudaOps.Gelu/none_bf16_r_13_17
+x.cpp:40: Failure
+[  FAILED  ] All/CudaOps.Gelu/none_bf16_r_13_17, where GetParam() = (4-byte object <00-00 00-00>, { 13, 17 }) (0 ms)
+[  FAILED  ] 2 tests, listed below:
+[  FAILED  ] All/CudaOps.Gelu/none_f32_r_13_17, where GetParam() = (4-byte object <00-00 00-00>, { 13, 17 })"
 check "parser: a test that never finished fails" fail 'CudaF32Sweep.GeluAndBackward/none: started and never finished' \
   parse "$work/p4.json" <<<"$expected
 [ RUN      ] Forms/CudaF32Sweep.GeluAndBackward/none"
@@ -149,10 +159,10 @@ def test_passes():
 def test_skips():
     pytest.skip("some reason nobody listed")
 EOF
-"$py" scripts/gpu_check_results.py begin "$work/p5.json" torch gpu
+"$py" scripts/gpu_check_results.py begin "$work/p6.json" torch gpu
 check "pytest plugin: a stray skip fails" fail "test_skips: unexpected skip: 'some reason nobody listed'" \
-  env PYTHONPATH="$repo/scripts" GPU_CHECK_JSON="$work/p5.json" GPU_CHECK_EXPECTED_SKIPS= \
-  bash -c "cd '$work/pyt' && '$py' -m pytest -q -p no:cacheprovider -p gpu_check_pytest test_plugin.py >/dev/null; '$py' '$repo/scripts/gpu_check_results.py' close '$work/p5.json'"
+  env PYTHONPATH="$repo/scripts" GPU_CHECK_JSON="$work/p6.json" GPU_CHECK_EXPECTED_SKIPS= \
+  bash -c "cd '$work/pyt' && '$py' -m pytest -q -p no:cacheprovider -p gpu_check_pytest test_plugin.py >/dev/null; '$py' '$repo/scripts/gpu_check_results.py' close '$work/p6.json'"
 
 if "$py" -c 'import sys, torch; sys.exit(torch.cuda.is_available())'; then
   check "no GPU, no --dry-run: stops at once" fail 'no GPU' \
