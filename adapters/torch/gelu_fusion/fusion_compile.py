@@ -26,6 +26,7 @@ from torch.fx import Node
 
 from .fusion import _GraphOf, _Run
 from .fusion_explain import Report
+from .fusion_writes import Effects
 
 _OPTIONS = ("approximate_match", "bias", "add", "geglu", "save_memory")
 
@@ -89,7 +90,11 @@ def fuse_graph(gm: torch.fx.GraphModule, options: Dict[str, bool],
     run = _Run(dict(options), apply=True)
     report.sites.extend(run.passes(_GraphOf(gm, gm.graph), prefix.rstrip(".")))
     _drop_edges(gm.graph)
-    gm.graph.eliminate_dead_code()
+    # Dead code is what the rewrites left unused; a call that writes a
+    # tensor (h.mul_(3), whose result nobody uses) is not dead.
+    effects = Effects(gm.graph, gm)
+    gm.graph.eliminate_dead_code(
+        is_impure_node=lambda n: n.is_impure() or bool(effects.writes(n)))
     gm.graph.lint()
     gm.recompile()
 

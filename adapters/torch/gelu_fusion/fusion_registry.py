@@ -13,11 +13,16 @@ matcher keeps its passes:
 Order matters: the GELU patterns make every GELU one canonical call, which
 the later ones match. A new fusion is a new file with its Pattern,
 registered here in order (or with register(pattern, after=...)).
+
+Every pattern, registered here or later, is held to one rule after it runs
+(fusion_rule): a rewrite that would read a tensor after something wrote
+it, where the original read it before, or keep a tensor that is written
+later, is undone, and its site says which write stopped it.
 """
 from typing import Dict, List, Optional
 
 from . import fusion_add, fusion_bias, fusion_geglu, fusion_gelu
-from . import fusion_gelu_formula, fusion_save_memory
+from . import fusion_gelu_formula, fusion_rule, fusion_save_memory
 from .fusion_explain import Site
 from .fusion_pattern import Pattern
 
@@ -58,5 +63,7 @@ def apply(gm, path: str, options: Dict[str, bool]) -> List[Site]:
     """Every enabled pattern on the graph, in order: the sites found."""
     sites: List[Site] = []
     for p in enabled(options):
+        before = fusion_rule.Before(gm.graph, sites)
         sites += p.apply(gm, path) or []
+        fusion_rule.enforce(gm, before, p.name)
     return sites

@@ -21,6 +21,7 @@ they are still what runs.
 """
 import dis
 import inspect
+import operator
 import os
 import sys
 from typing import Dict, Optional, Tuple
@@ -62,7 +63,15 @@ def _special_leaf(m: nn.Module) -> bool:
 class _Proxy(torch.fx.Proxy):
     """torch.fx.Proxy whose tuple unpacking (`a, b = x.chunk(2, -1)`) also
     works on Python 3.11, where torch 1.13 finds the wrong instruction
-    (it indexes instructions by f_lasti // 2, which cache entries break)."""
+    (it indexes instructions by f_lasti // 2, which cache entries break),
+    and which records in-place writes as the code makes them: `h += 1` as
+    operator.iadd (torch.fx's Proxy has no __iadd__, so Python would fall
+    back to an out-of-place `h = h + 1` and the write would be lost) and
+    `h[i] = v` as operator.setitem (which torch.fx refuses). The graph then
+    writes where the code writes, and fusion_rule sees it."""
+
+    def __setitem__(self, key, value):
+        self.tracer.create_proxy("call_function", operator.setitem, (self, key, value), {})
 
     def __iter__(self):
         frame = inspect.currentframe().f_back
@@ -72,6 +81,17 @@ class _Proxy(torch.fx.Proxy):
                     return (self[i] for i in range(inst.argval))
                 break
         return self.tracer.iter(self)
+
+
+def _inplace(op):
+    def method(self, other):
+        return self.tracer.create_proxy("call_function", op, (self, other), {})
+    return method
+
+
+for _name in torch.fx.graph.inplace_methods:
+    if _name != "setitem":
+        setattr(_Proxy, f"__{_name}__", _inplace(getattr(operator, _name)))
 
 
 class SiteTracer(torch.fx.Tracer):
@@ -164,11 +184,14 @@ class Traced:
     """A module's graph, the tensors the trace had to keep as constants
     (`_tensor_constant<n>`: get_attr targets that are no attribute of the
     module), the modules it went into (path -> module, '' the module
-    itself) and the globals the code read (fusion_pystate)."""
+    itself), what the code read outside their state that the guard
+    watches (fusion_reads.Read: globals, F.gelu, class attributes) and
+    what it took as fixed without a check (closures: `unwatched`)."""
 
-    def __init__(self, graph, constants, inlined, global_reads):
+    def __init__(self, graph, constants, inlined, global_reads, unwatched=()):
         self.graph, self.constants = graph, constants
         self.inlined, self.global_reads = inlined, global_reads
+        self.unwatched = list(unwatched)
 
 
 def _trace_in(m: nn.Module, mode: Optional[bool]) -> Traced:
@@ -192,8 +215,9 @@ def _trace_in(m: nn.Module, mode: Optional[bool]) -> Traced:
         _set_training(m, modes, None)
         for k in set(m.__dict__) - before:
             del m.__dict__[k]
-    return Traced(graph, constants, dict(tracer.inlined, **{"": m}),
-                  watch.global_reads())
+    inlined = dict(tracer.inlined, **{"": m})
+    reads, unwatched = watch.reads(inlined.values())
+    return Traced(graph, constants, inlined, reads, unwatched)
 
 
 def trace(m: nn.Module) -> Traced:
