@@ -18,6 +18,7 @@ built before are unchanged, and whatever the user changes after `fuse`
 (hooks, a swapped module, an attribute) acts as it would unfused. A module
 with hooks at fuse time is traced on its own.
 """
+import dataclasses
 import warnings
 from typing import List, Tuple
 
@@ -90,8 +91,8 @@ class _Run:
         for s in done.sites:
             pattern = s.pattern if s.pattern.startswith("gelu_fusion") \
                 else f"gelu_fusion: {s.pattern}"
-            self.report.sites.append(Site(_join(path, s.path), s.source, pattern,
-                                          s.form, s.result, "fused already"))
+            self.report.sites.append(dataclasses.replace(
+                s, path=_join(path, s.path), pattern=pattern, reason="fused already"))
         for target in done.opts.get("_children", ()):
             parent, _, name = target.rpartition(".")
             self.children(m.get_submodule(parent), _join(path, parent), [name])
@@ -117,6 +118,9 @@ class _Run:
         unfused = code_of(graph)
         calls_before = _module_calls(graph)
         sites = self.passes(_GraphOf(m, graph), path)
+        checked = tuple(dict.fromkeys(r.label for r in traced.global_reads))
+        for s in sites:
+            s.checked, s.fixed = checked, tuple(traced.unwatched)
         changed = any(_changed(s) for s in sites)
         if changed:  # only then is a second trace worth its time
             try:
@@ -139,9 +143,9 @@ class _Run:
             return m
         graph.lint()
         guarded = _guarded(m, traced, calls_before, graph)
-        local = [Site(s.path[len(path) + 1:] if path and s.path.startswith(path + ".")
-                      else ("" if s.path == path else s.path), s.source, s.pattern,
-                      s.form, s.result, s.reason) for s in sites]
+        local = [dataclasses.replace(
+            s, path=s.path[len(path) + 1:] if path and s.path.startswith(path + ".")
+            else ("" if s.path == path else s.path)) for s in sites]
         opts = dict(self.opts, _children=tuple(children))
         install(m, FusedCall(m, graph, traced.constants, guarded,
                              traced.global_reads, local, opts))

@@ -18,6 +18,10 @@ class Site:
     result:  what it became ('gelu', 'bias_gelu', 'add_gelu', 'geglu',
              'unchanged' where it was left)
     reason:  why it was left, or what was checked at each call
+    checked: what the fused graph read outside the modules' own state,
+             compared at each call (globals, F.gelu, class attributes)
+    fixed:   what it took as fixed without a check (closure variables,
+             what objects hold beyond their own attributes)
     """
     path: str
     source: str
@@ -25,6 +29,8 @@ class Site:
     form: str
     result: str = "gelu"
     reason: str = ""
+    checked: Tuple[str, ...] = ()
+    fixed: Tuple[str, ...] = ()
 
     @property
     def fused(self) -> bool:
@@ -56,7 +62,15 @@ class Report:
             w = [max(len(r[i]) for r in rows + [head]) for i in range(5)]
             fmt = "  ".join("{:<%d}" % n for n in w) + "  {}"
             lines = [fmt.format(*head), fmt.format(*("-" * n for n in w), "-" * 12)]
-            lines += [fmt.format(*r).rstrip() for r in rows]
+            last = None
+            for r, site in zip(rows, self.sites):
+                lines.append(fmt.format(*r).rstrip())
+                if site.fused and (site.checked, site.fixed) != last:
+                    last = (site.checked, site.fixed)
+                    if site.checked:
+                        lines.append("    checked at each call: " + ", ".join(site.checked))
+                    if site.fixed:
+                        lines.append("    taken as fixed: " + "; ".join(site.fixed))
             n, k = len(self.sites), len(self.fused)
             lines.append(f"{k} of {n} GELU sites fused")
             text = "\n".join(lines)

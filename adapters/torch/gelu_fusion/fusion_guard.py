@@ -123,7 +123,8 @@ class _Entry:
 
 class Guard:
     """The state of `modules` (the root first) and of `global_reads`
-    ((globals dict, name) pairs) now, to compare with at each call."""
+    (fusion_reads.Read: globals, attributes of Python modules and classes
+    the code read) now, to compare with at each call."""
 
     def __init__(self, root: nn.Module, modules: List[nn.Module],
                  global_reads=()):
@@ -134,7 +135,7 @@ class Guard:
             kids = {n: c for n, c in m._modules.items()
                     if c is not None and id(c) in inside}
             self.entries.append(_Entry(m, kids))
-        self.global_reads = [(g, n, freeze(g.get(n))) for g, n in global_reads]
+        self.global_reads = [(r, freeze(r.value())) for r in global_reads]
 
     def __deepcopy__(self, memo):
         """The guard of a copied model: its modules and what they held
@@ -164,9 +165,13 @@ class Guard:
                 return f"{e.cls.__name__}: a Parameter or buffer was added or removed"
             if _attributes(m) != e.attributes:
                 return f"{e.cls.__name__}: an attribute changed"
-        for g, n, v in self.global_reads:
-            if freeze(g.get(n)) != v:
-                return f"the global {n} changed"
+        for r, v in self.global_reads:
+            now = r.value()
+            if type(v) is Same:
+                if now is not v.obj:  # functions, classes, modules: by identity
+                    return f"{r.label} changed"
+            elif freeze(now) != v:
+                return f"{r.label} changed"
         if global_hooks():
             return "global module hooks are registered"
         return ""

@@ -14,10 +14,11 @@ trains:
 - attributes the forward writes (a step counter), compared before and
   after the trace.
 
-It also lists the globals the model code read (a module-level constant),
-which the fused graph has folded in; fusion_guard checks them at each call.
+It also lists what the model code read outside the modules' own state (a
+module-level constant, a functional such as F.gelu, a class attribute),
+which the fused graph has folded in (fusion_reads); fusion_guard checks
+them at each call.
 """
-import dis
 import os
 import random
 import sys
@@ -29,6 +30,7 @@ import torch
 from torch import nn
 
 from .fusion_guard import freeze
+from .fusion_reads import scan
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _OUR_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -168,28 +170,11 @@ class Watch:
                                   f"{type(m).__name__}; a trace would do it once, "
                                   "at fuse time")
 
-    def global_reads(self) -> List[Tuple[dict, str]]:
-        """(globals, name) of every global variable (not a module, function
-        or class) that the model code ran during the trace read."""
-        out = []
-        for code, g in self.globals_of.items():
-            for c in _codes(code):
-                for ins in dis.get_instructions(c):
-                    if ins.opname not in ("LOAD_GLOBAL", "LOAD_NAME"):
-                        continue
-                    name = ins.argval
-                    if name in g and not isinstance(
-                            g[name], (types.ModuleType, types.FunctionType, type,
-                                      types.BuiltinFunctionType)):
-                        out.append((g, name))
-        return out
-
-
-def _codes(code: types.CodeType):
-    yield code
-    for c in code.co_consts:
-        if isinstance(c, types.CodeType):
-            yield from _codes(c)
+    def reads(self, modules):
+        """(the reads the guard watches, the facts it cannot watch) of the
+        model code that ran during the trace (fusion_reads), for the
+        modules traced into."""
+        return scan(self.globals_of.items(), modules)
 
 
 def _writable(m: nn.Module) -> dict:
