@@ -136,6 +136,18 @@ class Guard:
                     if c is not None and id(c) in inside}
             self.entries.append(_Entry(m, kids))
         self.global_reads = [(r, freeze(r.value())) for r in global_reads]
+        self._split_reads()
+
+    def _split_reads(self) -> None:
+        """Names in a dict (globals, a Python module) bound to a function,
+        class or module are compared by identity in one tight loop; the
+        rest through freeze."""
+        self._same_in_dict, self._other_reads = [], []
+        for r, v in self.global_reads:
+            if type(v) is Same and isinstance(r.owner, dict):
+                self._same_in_dict.append((r.owner, r.name, v.obj, r.label))
+            else:
+                self._other_reads.append((r, v))
 
     def __deepcopy__(self, memo):
         """The guard of a copied model: its modules and what they held
@@ -145,6 +157,7 @@ class Guard:
         new.root = copy.deepcopy(self.root, memo)
         new.entries = copy.deepcopy(self.entries, memo)
         new.global_reads = self.global_reads
+        new._same_in_dict, new._other_reads = self._same_in_dict, self._other_reads
         return new
 
     def why_not(self) -> str:
@@ -165,12 +178,11 @@ class Guard:
                 return f"{e.cls.__name__}: a Parameter or buffer was added or removed"
             if _attributes(m) != e.attributes:
                 return f"{e.cls.__name__}: an attribute changed"
-        for r, v in self.global_reads:
-            now = r.value()
-            if type(v) is Same:
-                if now is not v.obj:  # functions, classes, modules: by identity
-                    return f"{r.label} changed"
-            elif freeze(now) != v:
+        for d, n, obj, label in self._same_in_dict:
+            if d.get(n, d) is not obj:
+                return f"{label} changed"
+        for r, v in self._other_reads:
+            if freeze(r.value()) != v:
                 return f"{r.label} changed"
         if global_hooks():
             return "global module hooks are registered"
