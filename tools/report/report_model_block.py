@@ -12,7 +12,7 @@ run, per thread count:
 Activation bytes: what the forward leaves allocated for the backward,
 measured by torch.profiler's memory accounting (bytes allocated during the
 forward and not freed by its end, less the output's; the block's input is
-allocated before the forward and not counted). Step time: the median over
+allocated before the forward and not counted), after a warm-up step. Step time: the median over
 interleaved rounds (a shuffled variant order each round); the speed ratios
 are medians of the per-round ratios, so a slow round (other load on the
 machine) moves both sides of a ratio.
@@ -73,9 +73,12 @@ def measure(tokens, d, threads, steps):
         m(x).backward(dz)
         o.step()
 
-    held = {k: profiler_bytes(m, x) for k, m in models.items()}
     for k in models:  # warm-up
         step(k)
+    # After the warm-up: the fused node's per-thread scratch buffer
+    # (workspace.py), allocated at its first call and reused by every block
+    # and step after, is not memory the forward keeps for the backward.
+    held = {k: profiler_bytes(m, x) for k, m in models.items()}
     times = {k: [] for k in models}
     for _ in range(steps):
         order = list(models)
@@ -98,8 +101,8 @@ def section(tokens, d, thread_counts, steps):
            f"training step (forward, backward, SGD) per sample, {steps} interleaved "
            f"rounds after a warm-up; PyTorch {torch.__version__}, SIMD "
            f"{gelu_fusion.simd_target()}. Activation MiB: bytes the forward leaves "
-           "allocated (torch.profiler memory events), less the output (the input is "
-           "allocated before). Speed: the median of per-round time ratios against "
+           "allocated (torch.profiler memory events, after the warm-up), less the "
+           "output (the input is allocated before). Speed: the median of per-round time ratios against "
            "fuse(save_memory=False) (>1 is faster); bytes against PyTorch. "
            "Re-measure: `PYTHONPATH=build/python .venv/bin/python "
            "tools/report/report_model_block.py`.", ""]
