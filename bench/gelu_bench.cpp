@@ -7,8 +7,10 @@
 // peers and threads: gelu-fusion report.
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <random>
 #include <string>
@@ -22,6 +24,22 @@ namespace {
 
 using gelu::Approx;
 using gelu::DType;
+
+// GELU_SIMD_TARGET=avx2 (any of gelu::simd_targets()) times that target's
+// kernels on this CPU.
+const bool kTargetPinned = [] {
+  const char* want = std::getenv("GELU_SIMD_TARGET");
+  if (want == nullptr || *want == '\0') return false;
+  try {
+    gelu::set_simd_target(want);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gelu_bench: GELU_SIMD_TARGET: %s\n", e.what());
+    std::exit(2);
+  }
+  std::fprintf(stderr, "gelu_bench: kernels on %s (GELU_SIMD_TARGET)\n",
+               gelu::simd_target().c_str());
+  return true;
+}();
 
 constexpr int64_t kCols = 4096;  // row length of the row kernels
 const int64_t kSizes[] = {4096, 1 << 18, 1 << 22};

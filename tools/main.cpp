@@ -8,6 +8,7 @@
 
 #include "command.hpp"
 #include "gelu/gelu.hpp"
+#include "simd_override.hpp"
 
 namespace gelu::tools {
 std::vector<Command>& commands() {
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
   for (const auto& c : gelu::tools::commands()) {
     if (std::strcmp(c.name, argv[1]) != 0) continue;
     try {
+      gelu::tools::apply_simd_target_env();
       return c.run(std::vector<std::string>(argv + 2, argv + argc));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "gelu-fusion %s: %s\n", c.name, e.what());

@@ -127,6 +127,15 @@ std::size_t dtype_size(DType);               // bytes per element
 int64_t numel(const std::vector<int64_t>& shape);
 // The SIMD target chosen at run time for this CPU (e.g. "AVX3", "AVX2").
 std::string simd_target();
+// The SIMD targets this build has that this CPU runs, best first (e.g.
+// "AVX3_SPR", "AVX3", "AVX2", "SSE4", "EMU128").
+std::vector<std::string> simd_targets();
+// Runs every op on one of simd_targets() (case-insensitive; "" or "best":
+// the best again), to measure or test a narrower CPU's code on this one.
+// Throws Error naming the choices on any other name. Process-wide: call it
+// while no op runs. The tools and the Python package apply the environment
+// variable GELU_SIMD_TARGET through it.
+void set_simd_target(std::string_view name);
 // Threads a call with num_threads = 0 uses.
 int default_num_threads();
 

@@ -1,4 +1,5 @@
 // Small public helpers: names, parsing, sizes.
+#include <cctype>
 #include <limits>
 #include <string>
 
@@ -72,6 +73,31 @@ int64_t numel(const std::vector<int64_t>& shape) {
 }
 
 std::string simd_target() { return cpu::target_name(); }
+
+std::vector<std::string> simd_targets() {
+  std::vector<std::string> out;
+  for (const cpu::Target& t : cpu::runnable_targets()) out.emplace_back(t.name);
+  return out;
+}
+
+void set_simd_target(std::string_view name) {
+  const auto lower = [](std::string_view s) {
+    std::string out(s);
+    for (char& c : out)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const std::string want = lower(name);
+  if (want.empty() || want == "best") return cpu::pin_target(0);
+  std::string choices;
+  for (const cpu::Target& t : cpu::runnable_targets()) {
+    if (lower(t.name) == want) return cpu::pin_target(t.bit);
+    choices += (choices.empty() ? "" : ", ") + std::string(t.name);
+  }
+  throw Error("set_simd_target: target is '" + std::string(name) +
+              "', expected one this CPU runs and this build has: " + choices +
+              " (or 'best')");
+}
 
 int default_num_threads() { return core::this_machine().cores; }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "gelu/gelu.hpp"
 
@@ -108,6 +109,17 @@ void round_results_to_bf16(int64_t n, const float* in, uint16_t* out);
 
 // Name of the SIMD target the kernels dispatch to on this CPU.
 const char* target_name();
+
+// The targets this build compiled that this CPU runs, best first, as
+// (Highway target bit, name); what the CPU runs, whatever pin_target set.
+struct Target {
+  int64_t bit;
+  const char* name;
+};
+std::vector<Target> runnable_targets();
+// Dispatch to `bit` alone (one of runnable_targets()), or to the best
+// again with 0. Process-wide (Highway's supported-target mask).
+void pin_target(int64_t bit);
 
 // The Highway target bits (HWY_AVX3, HWY_AVX2, ...) the kernels were compiled
 // for; intersect with hwy::SupportedTargets() for those this CPU can run.

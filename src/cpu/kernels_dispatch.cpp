@@ -101,5 +101,25 @@ void round_results_to_bf16(int64_t n, const float* in, uint16_t* out) {
 const char* target_name() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(Target)()); }
 int64_t compiled_targets() { return HWY_TARGETS; }
 
+std::vector<Target> runnable_targets() {
+  // Read once, before any pin_target: SupportedTargets() then reports the
+  // pinned mask.
+  static const std::vector<Target> targets = [] {
+    std::vector<Target> out;
+    const int64_t runs = HWY_TARGETS & hwy::SupportedTargets();
+    for (int64_t bits = runs; bits != 0; bits &= bits - 1) {
+      const int64_t bit = bits & -bits;  // lowest bit first: the best target
+      out.push_back({bit, hwy::TargetName(bit)});
+    }
+    return out;
+  }();
+  return targets;
+}
+
+void pin_target(int64_t bit) {
+  runnable_targets();  // the CPU's own list, read before the mask changes
+  hwy::SetSupportedTargetsForTest(bit);
+}
+
 }  // namespace gelu::cpu
 #endif  // HWY_ONCE

@@ -63,6 +63,17 @@ std::string kib(int64_t bytes) {
 
 }  // namespace
 
+// The target, and where GELU_SIMD_TARGET chose it, what oneDNN and PyTorch
+// were limited to (tools/simd_override.hpp).
+std::string simd_target_text() {
+  const char* pinned = std::getenv("GELU_SIMD_TARGET");
+  if (pinned == nullptr || *pinned == '\0') return gelu::simd_target();
+  const char* isa = std::getenv("ONEDNN_MAX_CPU_ISA");
+  return gelu::simd_target() +
+         " (GELU_SIMD_TARGET; best here: " + gelu::simd_targets().front() +
+         "; oneDNN limited to " + (isa ? isa : "its best") + "; PyTorch not limited)";
+}
+
 std::vector<std::pair<std::string, std::string>> machine_facts() {
   const auto& m = core::this_machine();
   const char* bind = std::getenv("OMP_PROC_BIND");
@@ -77,7 +88,7 @@ std::vector<std::pair<std::string, std::string>> machine_facts() {
                     : "");
   return {
       {"CPU", cpu_description()},
-      {"SIMD target (chosen at run time)", gelu::simd_target()},
+      {"SIMD target (chosen at run time)", simd_target_text()},
       {"caches", "L1d " + kib(m.l1d_bytes) + ", L2 " + kib(m.l2_bytes) + ", L3 " +
                      kib(m.l3_bytes)},
       {"cores (OpenMP)", std::to_string(m.cores)},

@@ -18,6 +18,8 @@ bool set_poison_outputs(bool on) {
 }
 
 std::string simd_target() { return gelu::simd_target(); }
+std::vector<std::string> simd_targets() { return gelu::simd_targets(); }
+void set_simd_target(const std::string& name) { gelu::set_simd_target(name); }
 // The device types with kernels in this build ("cpu", "cuda").
 std::vector<std::string> devices() {
   std::vector<std::string> out;
@@ -49,6 +51,8 @@ TORCH_LIBRARY(gelu_fusion, m) {
   // for the Python package.
   m.def("_set_poison_outputs(bool on) -> bool", &set_poison_outputs);
   m.def("simd_target() -> str", &simd_target);
+  m.def("simd_targets() -> str[]", &simd_targets);
+  m.def("set_simd_target(str name) -> ()", &set_simd_target);
   m.def("_devices() -> str[]", &devices);
   m.def("_op_table() -> str", &op_table);
   // The Python functions' eager entry points, one per op and form.

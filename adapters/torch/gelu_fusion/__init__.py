@@ -13,6 +13,8 @@ here take any tensor F.gelu takes (PyTorch's composition where no kernel
 applies). ``approximate`` is 'none' (erf),
 'tanh' or 'quick' (x * sigmoid(1.702 x)).
 """
+import os
+
 import torch
 
 from . import _load  # noqa: F401  (registers torch.ops.gelu_fusion)
@@ -30,10 +32,27 @@ from . import ops  # noqa: F401  (every op of the table as a function)
 
 __all__ = ["gelu", "bias_gelu", "add_gelu", "geglu", "GELU", "BiasGELU",
            "LinearBiasGELU", "patch", "PatchResult", "fuse", "backend", "explain", "simd_target",
+           "simd_targets", "set_simd_target",
            "bias_gelu_linear", "geglu_linear", "GeluLinear", "GegluLinear", "empty_cache"]
 
 
 def simd_target() -> str:
     """The SIMD target the kernels dispatch to on this CPU."""
     return torch.ops.gelu_fusion.simd_target()
+
+
+def simd_targets() -> list:
+    """The SIMD targets this build has that this CPU runs, best first."""
+    return list(torch.ops.gelu_fusion.simd_targets())
+
+
+def set_simd_target(name: str) -> None:
+    """Runs every op on one of simd_targets() ('' or 'best': the best), to
+    measure or test a narrower CPU's code on this one; process-wide. The
+    environment variable GELU_SIMD_TARGET does the same at import."""
+    torch.ops.gelu_fusion.set_simd_target(name)
+
+
+if os.environ.get("GELU_SIMD_TARGET"):
+    set_simd_target(os.environ["GELU_SIMD_TARGET"])
 
