@@ -15,11 +15,10 @@
 
 namespace gelu::tools {
 
-// oneDNN's ISA name for a Highway target: the newest oneDNN instruction set
-// that the target's CPUs all have.
+// oneDNN's ISA name for a Highway target: the newest instruction set that
+// the target's CPUs all have and that oneDNN 2.6 (Debian 12's) knows.
 inline const char* onednn_isa_for(std::string_view target) {
-  if (target == "AVX3_SPR") return "AVX512_CORE_FP16";
-  if (target == "AVX3_ZEN4") return "AVX512_CORE_BF16";
+  if (target == "AVX3_SPR" || target == "AVX3_ZEN4") return "AVX512_CORE_BF16";
   if (target == "AVX3_DL") return "AVX512_CORE_VNNI";
   if (target == "AVX3") return "AVX512_CORE";
   if (target == "AVX2") return "AVX2";
