@@ -20,6 +20,7 @@
 #include "report_onednn.hpp"
 #include "report_scales.hpp"
 #include "report_sections.hpp"
+#include "report_simd_targets.hpp"
 #include "report_timing.hpp"
 
 namespace gelu::report {
@@ -138,6 +139,7 @@ int run_report(const std::vector<std::string>& args) {
     else if (a == "--forms") forms = value();
     else if (a == "--points") points = value();
     else if (a == "--json") json_path = value();
+    else if (a == "--target-rows") return print_target_rows();  // a child's part
     else if (a == "--out") out_dir = value();
     else if (a == "--help" || a == "-h") return std::fputs(kUsage, stdout), 0;
     else throw Error("unknown option '" + a + "'\n" + kUsage);
@@ -213,6 +215,7 @@ int run_report(const std::vector<std::string>& args) {
   run_input_scales(s, &torch, r);
   run_shapes(s, &torch, r);
   run_cliffs(s, r);
+  if (s.peers) r.simd_targets = run_simd_targets();
   run_overhead(s, &torch, r);
   if (s.peers) {
     progress(
@@ -263,10 +266,11 @@ int run_report(const std::vector<std::string>& args) {
   write(json_file, json(r));
   write(out_dir / "report.md", markdown(r));
 
-  std::printf("%s\n\n%s\n%s\n%s\n%s\n%s\n%s\n", r.kind.c_str(),
+  std::printf("%s\n\n%s\n%s\n%s\n%s\n%s\n%s\n%s\n", r.kind.c_str(),
               machine_section(r).c_str(), accuracy_section(r).c_str(),
               throughput_section(r).c_str(), cliffs_section(r).c_str(),
-              overhead_section(r).c_str(), model_block_section(r).c_str());
+              simd_targets_section(r).c_str(), overhead_section(r).c_str(),
+              model_block_section(r).c_str());
   std::printf("Wrote %s, %s%s (%.0f s)\n", (out_dir / "report.md").c_str(),
               json_file.c_str(), r.chart.empty() ? "" : (", " + png.string()).c_str(),
               r.seconds);

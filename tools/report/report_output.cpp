@@ -220,6 +220,11 @@ std::string model_block_section(const Report& r) {
              : r.model_block;
 }
 
+std::string simd_targets_section(const Report& r) {
+  return r.simd_targets.empty() ? "## SIMD targets\n\nNot measured (--no-peers).\n"
+                                : r.simd_targets;
+}
+
 std::string markdown(const Report& r) {
   std::string s = "# gelu-fusion report\n\n" + r.kind + "\n\n`" + r.command + "` (" +
                   fmt("%.0f", r.seconds) + " s)\n\n## Timing rules\n\n";
@@ -228,8 +233,8 @@ std::string markdown(const Report& r) {
   // on a literal + std::string&& it inlines.
   s += '\n';
   s += machine_section(r) + "\n" + accuracy_section(r) + "\n" + throughput_section(r) +
-       "\n" + cliffs_section(r) + "\n" + overhead_section(r) + "\n" +
-       model_block_section(r) + "\n## Chart\n\n";
+       "\n" + cliffs_section(r) + "\n" + simd_targets_section(r) + "\n" +
+       overhead_section(r) + "\n" + model_block_section(r) + "\n## Chart\n\n";
   s += r.chart.empty()
            ? r.chart_note + "\n"
            : "![GB/s against size](" + r.chart + ")\n\n" + r.chart_note + "\n";

@@ -24,6 +24,8 @@ struct Report {
   std::string chart_note;
   // The model-block section as markdown (report_model_block.py), or "".
   std::string model_block;
+  // The SIMD-targets section as markdown (report_simd_targets.cpp), or "".
+  std::string simd_targets;
   double seconds = 0;
 };
 
@@ -34,6 +36,7 @@ std::string throughput_section(const Report&);
 std::string cliffs_section(const Report&);
 std::string overhead_section(const Report&);
 std::string model_block_section(const Report&);
+std::string simd_targets_section(const Report&);
 std::string markdown(const Report&);
 std::string json(const Report&);
 
