@@ -110,8 +110,9 @@ def op_cases():
         if not s.name.startswith("gelu_fusion::"):
             continue
         op = s.name.split("::")[1]
-        if op in ("simd_target", "_set_poison_outputs"):
-            continue
+        if op in ("simd_target", "simd_targets", "set_simd_target",
+                  "_set_poison_outputs"):
+            continue  # process-wide settings, not tensor ops: function_cases
         overload = s.overload_name
         packet = getattr(ops, op)
         fn = getattr(packet, overload) if overload else packet.default
@@ -270,6 +271,18 @@ def function_cases():
         yield f"fuse({what})", (lambda a=arg: gf.fuse(a)), "raise"
         yield f"patch({what})", (lambda a=arg: gf.patch(a)), "raise"
         yield f"explain({what})", (lambda a=arg: gf.explain(a)), "raise"
+    # The process-wide SIMD target: a name this CPU does not run raises,
+    # '' and 'best' go back to the best target (every case leaves it there).
+    for what in ("bogus", "NONE", "avx9", None, 3):
+        yield f"set_simd_target({what!r})", (
+            lambda w=what: gf.set_simd_target(w)), "raise"
+    for what in ("", "best", *gf.simd_targets()):
+        def pin(w=what):
+            try:
+                gf.set_simd_target(w)
+            finally:
+                gf.set_simd_target("best")
+        yield f"set_simd_target({what!r})", pin, "return"
     # Differentiating through a backward op (no derivative of its own).
     def double_backward():
         x = torch.randn(R, C, requires_grad=True)
