@@ -5,12 +5,34 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "test_support.hpp"
 
 namespace gelu::testing {
 namespace {
+
+// GELU_SIMD_TARGET=name runs every test of this binary on that target, as
+// the kernels_on_<target> tests do (tests/CMakeLists.txt): the kernels'
+// suites on each narrower target this CPU runs. Where the CPU or build
+// lacks the target, every test is skipped with the reason.
+class SimdTargetFromEnv : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    const char* want = std::getenv("GELU_SIMD_TARGET");
+    if (want == nullptr || *want == '\0') return;
+    try {
+      set_simd_target(want);
+    } catch (const Error& e) {
+      GTEST_SKIP() << "no SIMD target " << want << " here: " << e.what();
+    }
+    std::printf("[ simd ] every test runs on %s\n", simd_target().c_str());
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kSimdTargetFromEnv =
+    ::testing::AddGlobalTestEnvironment(new SimdTargetFromEnv);
 
 // Puts the best target back when a test ends (the mask is process-wide).
 struct BestAfter {
