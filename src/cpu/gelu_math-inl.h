@@ -10,23 +10,29 @@
 //
 // Method (t = |x|; s is the form's gate: gelu(x) = x s(x), s(-t) = 1 - s(t)):
 //  * Core, t < 3.875: 16 intervals of width 1/4 picked by a permute of a
-//    16-entry coefficient row (AVX-512; two 8-lane permutes on AVX2; a gather
-//    elsewhere); a degree-6 polynomial in r = t - k/4 (exact) with its
-//    constant in hi + lo gives V(t) = t s(-t) and G(t) = s(-t) - t s'(t):
+//    16-entry coefficient row (AVX-512; a gather elsewhere); a degree-6
+//    polynomial in r = t - k/4 (exact) with its constant in hi + lo gives
+//    V(t) = t s(-t) and G(t) = s(-t) - t s'(t):
 //    gelu(x) = max(x, 0) - V(t), gelu'(x) = x < 0 ? G(t) : 1 - G(t).
 //    No cancellation on either side, no exp, no division. Results rounded
 //    to bf16/f16 use ForBf16F16: degree 4, c0 a single f32 (2^-17 relative).
-//  * Tail, t >= 3.875 (and inf/NaN), taken only when a vector holds such a
-//    lane: e^-A with A computed as a double-float (the square split exactly
-//    with FMA / Veltkamp), scaled by 2^(n+64) and 2^-64 so that subnormal
-//    results round once. Erf: A = t^2/2 + ln sqrt(2 pi), times the Mills
+//    AVX2 (8 lanes, where a 16-entry lookup is two permutes and a blend)
+//    runs the narrow core instead: 8 intervals of width 1/2, one permute a
+//    coefficient, degree 7 (5 for bf16/f16), t < 3.75, each interval
+//    expanded at its centre or at the end that keeps the rounding smallest
+//    (gelu_coefficients_n8.h, tools/fit/fit_gelu.py --narrow).
+//  * Tail, t >= 3.875 (3.75 on AVX2) and inf/NaN, taken only when a vector
+//    holds such a lane: e^-A with A computed as a double-float (the square
+//    split exactly with FMA / Veltkamp), scaled by 2^(n+64) and 2^-64 so
+//    that subnormal results round once. Erf: A = t^2/2 + ln sqrt(2 pi), times the Mills
 //    ratio fitted as t R(t) = 1 + w P(w), w = 1/t^2. Tanh and quick:
 //    A = 2u or 1.702 t, sigmoid(-A) = e^-A (1 - m), m = e^-A (1 - e^-A).
 //    A vector wholly in the tail skips the core; the kernels' driver packs
 //    tail lanes from many vectors and runs them through TailOnly densely.
 //
 // Measured errors (tests/gelu_math_test.cpp, every target, 2^24 evenly
-// spread bit patterns plus dense tail sweeps; see each struct's doc block).
+// spread bit patterns plus dense tail sweeps and interval edges; see each
+// struct's doc block).
 // Speed (tools/fit/bench_gelu_math.cpp, AVX-512 Zen 5, 1 thread, 256K f32):
 // Value ~0.146 ns/element on N(0,1) inputs for every form (oneDNN 2.6
 // gelu_erf: 0.33, same run); tail-only inputs U[-14,-4]: erf 0.30, quick
@@ -46,7 +52,10 @@
 #define GELU_CPU_GELU_MATH_INL_H_
 #endif
 
+#include <type_traits>
+
 #include "cpu/gelu_coefficients.h"
+#include "cpu/gelu_coefficients_n8.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -61,7 +70,15 @@ namespace gelu_math {
 // (the only place they live); the hand-set constants below.
 using namespace ::gelu::cpu::gelu_coefficients;  // NOLINT(google-build-using-namespace)
 
-inline constexpr float kTailStart = 3.875f;  // (16 - 1/2) / 4: end of core
+// The core's shape for kN intervals: width 4/kN (1/4 or 1/2, so k times
+// the width is exact), the tail from (kN - 1/2) widths: 3.875 or 3.75.
+template <size_t kN>
+struct CoreShape {
+  static_assert(kN == 8 || kN == 16, "fitted interval counts");
+  static constexpr float kInvWidth = kN / 4.0f;
+  static constexpr float kWidth = 4.0f / kN;
+  static constexpr float kTailStart = (kN - 0.5f) * kWidth;
+};
 inline constexpr float kLog2e = 1.44269504088896341f;
 // Above these t the form's gelu(-t) and gelu'(-t) underflow to zero and
 // gelu(t) = t, gelu'(t) = 1 exactly in f32.
@@ -77,10 +94,21 @@ using VecD = hn::Vec<D>;
 template <class D>
 using VecI = hn::Vec<hn::RebindToSigned<D>>;
 
-// row[k] per lane, k = the low 4 bits of `kbits` (the bits of 2^23 + k:
-// the caller rounds with a magic number, so no float->int conversion).
-template <class D>
-HWY_INLINE VecD<D> Lookup16(D d, const float* HWY_RESTRICT row, VecI<D> kbits) {
+// row[k] per lane, k = the low log2(kN) bits of `kbits` (the bits of
+// 2^23 + k: the caller rounds with a magic number, so no float->int
+// conversion).
+template <size_t kN, class D>
+HWY_INLINE VecD<D> Lookup(D d, const float* HWY_RESTRICT row, VecI<D> kbits) {
+#if HWY_TARGET == HWY_AVX2
+  if constexpr (kN == 8 && hn::MaxLanes(D()) == 8) {
+    // vpermps reads only the low 3 index bits.
+    return VecD<D>{_mm256_permutevar8x32_ps(hn::Load(d, row).raw, kbits.raw)};
+  }
+#endif
+  if constexpr (kN == 8) {
+    const hn::RebindToSigned<D> di;
+    return hn::GatherIndex(d, row, hn::And(kbits, hn::Set(di, 7)));
+  }
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   if constexpr (hn::MaxLanes(D()) == 16) {
     // vpermps reads only the low 4 index bits.
@@ -172,20 +200,29 @@ HWY_INLINE void ExpNeg(D d, VecD<D> ah, VecD<D> al, VecD<D>& q, VecD<D>& scale) 
   scale = ScaleFromMagic(d, km);
 }
 
-// Core: V(t) and G(t) of the form's tables, t in [0, kTailStart). Table
-// rows: c0 hi, [c0 lo when kLo,] c1..c<kDeg>; Horner in r, the c0 lo added
-// last before c0 hi.
-template <int kDeg, bool kLo, class D>
-HWY_INLINE void Core(D d, VecD<D> t, const float (*tv)[16], const float (*tg)[16],
-                     VecD<D>& v, VecD<D>& g) {
+// Core: V(t) and G(t) of the form's tables, t in [0, kTailStart) of the
+// kN intervals. Table rows: c0 hi, [c0 lo when kLo,] c1..c<kDeg>; Horner in
+// r, the c0 lo added last before c0 hi. The narrow core (kN = 8) expands
+// interval k at k/2 + shift[k] (the interval's right end where V falls,
+// so that no term cancels c0; exact, as t >= 1/4 there).
+template <int kDeg, bool kLo, size_t kN, class D>
+HWY_INLINE void Core(D d, VecD<D> t, const float (*tv)[kN], const float (*tg)[kN],
+                     const float* shift, VecD<D>& v, VecD<D>& g) {
   static_assert(kDeg >= 2, "Horner below starts from c_deg r + c_(deg-1)");
+  using Shape = CoreShape<kN>;
   const hn::RebindToSigned<D> di;
-  // k = round(4 t) in the low mantissa bits of 2^23 + 4t; r = t - k/4 exact.
+  // k = round(t / width) in the low mantissa bits of 2^23 + t / width;
+  // r = t - k width, exact.
   const auto magic = hn::Set(d, 8388608.0f);
-  const auto km = hn::MulAdd(t, hn::Set(d, 4.0f), magic);
-  const auto r = hn::NegMulAdd(hn::Sub(km, magic), hn::Set(d, 0.25f), t);
+  const auto km = hn::MulAdd(t, hn::Set(d, Shape::kInvWidth), magic);
+  auto r = hn::NegMulAdd(hn::Sub(km, magic), hn::Set(d, Shape::kWidth), t);
   const auto k = hn::BitCast(di, km);
-  const auto L = [&](const float* row) { return Lookup16(d, row, k); };
+  const auto L = [&](const float* row) { return Lookup<kN>(d, row, k); };
+  if constexpr (kN == 8) {
+    r = hn::Sub(r, L(shift));
+  } else {
+    (void)shift;
+  }
   constexpr int kC1 = kLo ? 2 : 1;  // row of c1; c_j is row j + kC1 - 1
   auto pv = hn::MulAdd(L(tv[kDeg + kC1 - 1]), r, L(tv[kDeg + kC1 - 2]));
   auto pg = hn::MulAdd(L(tg[kDeg + kC1 - 1]), r, L(tg[kDeg + kC1 - 2]));
@@ -224,11 +261,12 @@ HWY_INLINE void FinishTail(D d, VecD<D> x, VecD<D> vs, VecD<D> gs, VecD<D>& valu
                         hn::MulAdd(gs, tiny, hn::Set(d, 1.0f)));
 }
 
-// Tails, t >= kTailStart (clamped to the form's tmax): vs = t s(-t) 2^64,
-// gs = (t s'(t) - s(-t)) 2^64.
+// Tails, t >= the core's kTailStart (clamped to the form's tmax):
+// vs = t s(-t) 2^64, gs = (t s'(t) - s(-t)) 2^64. kN: the core's interval
+// count, whose tail start the erf tail's fit begins at.
 struct ErfTail {
   static constexpr float kTmax = kErfTmax;
-  template <class D>
+  template <size_t kN, class D>
   static HWY_INLINE void Eval(D d, VecD<D> t, VecD<D>& vs, VecD<D>& gs) {
     // phi(t) = e^-(t^2/2 + ln sqrt(2 pi)) = 2^n (1 + q).
     const auto h = hn::Mul(t, t);
@@ -253,7 +291,9 @@ struct ErfTail {
     const auto one = hn::Set(d, 1.0f);
     const auto w0 = hn::ApproximateReciprocal(h);
     const auto w = hn::MulAdd(w0, hn::NegMulAdd(h, w0, one), w0);
-    const auto C = [&](int j) { return hn::Set(d, kErfTail[j]); };
+    const auto C = [&](int j) {
+      return hn::Set(d, kN == 16 ? kErfTail[j] : kErfTailN8[j]);
+    };
     auto pw = hn::MulAdd(C(5), w, C(4));
     pw = hn::MulAdd(pw, w, C(3));
     pw = hn::MulAdd(pw, w, C(2));
@@ -277,7 +317,7 @@ HWY_INLINE void SigmoidTail(D d, VecD<D> t, VecD<D> zh, VecD<D> zl, VecD<D> kh,
                             VecD<D> kl, VecD<D> tz1, VecD<D>& vs, VecD<D>& gs) {
   VecD<D> q, scale;
   ExpNeg(d, zh, zl, q, scale);
-  // E = e^-z; sigmoid(-z) = E (1 - m), m = E (1 - E) (error E^3 < 2^-28).
+  // E = e^-z; sigmoid(-z) = E (1 - m), m = E (1 - E) (error E^3 < 2^-27).
   // E with its exponent clamped at -50: past that m is far below 2^-24 and
   // the clamp keeps E and E^2 normal (subnormal operands are slow).
   const auto sc = hn::Max(scale, hn::Set(d, 16384.0f));
@@ -301,10 +341,11 @@ HWY_INLINE V TwoSumErr(V a, V b, V s) {
 
 struct TanhTail {
   static constexpr float kTmax = kTanhTmax;
-  template <class D>
+  template <size_t kN, class D>
   static HWY_INLINE void Eval(D d, VecD<D> t, VecD<D>& vs, VecD<D>& gs) {
     // z = 2u = t (a1 + m), m = a3 t^2, each as a double-float. For t >=
-    // kTailStart, m >= 1.07 has an exponent >= a1's (1.60), so the Fast2Sum
+    // 3.75 (either core's tail start), m >= 1.003 has the exponent of a1
+    // (1.60), so the Fast2Sum
     // gh = m + a1, error a1 - (gh - m), is exact (core lanes that pass
     // through here compute garbage the caller discards). Against a1 t +
     // a3 t^3 with a TwoSum: 5 ops fewer for the value, 2 for the gradient.
@@ -334,7 +375,7 @@ struct TanhTail {
 
 struct QuickTail {
   static constexpr float kTmax = kQuickTmax;
-  template <class D>
+  template <size_t kN, class D>
   static HWY_INLINE void Eval(D d, VecD<D> t, VecD<D>& vs, VecD<D>& gs) {
     const auto ah = hn::Set(d, kQuickA[0]);
     const auto zh = hn::Mul(ah, t);
@@ -353,21 +394,22 @@ enum class Lanes { kAny, kCore, kTail };
 // Both value and grad; callers that use one get the other removed as dead
 // code, so Value/Grad/ValueAndGrad compute bit-identical results, and so do
 // the three Lanes modes on the lanes each covers.
-template <class Tail, int kDeg, bool kLo, Lanes kLanes, class D>
-HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[16], const float (*tg)[16],
-                     VecD<D>& value, VecD<D>& grad) {
+template <class Tail, int kDeg, bool kLo, Lanes kLanes, size_t kN, class D>
+HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[kN], const float (*tg)[kN],
+                     const float* shift, VecD<D>& value, VecD<D>& grad) {
   const auto t = hn::Abs(x);
   if constexpr (kLanes == Lanes::kCore) {
     VecD<D> v, g;
-    Core<kDeg, kLo>(d, t, tv, tg, v, g);
+    Core<kDeg, kLo>(d, t, tv, tg, shift, v, g);
     FinishCore(d, x, v, g, value, grad);
     return;
   }
-  const auto in_core = hn::Lt(t, hn::Set(d, kTailStart));  // false for NaN
+  // false for NaN
+  const auto in_core = hn::Lt(t, hn::Set(d, CoreShape<kN>::kTailStart));
   if constexpr (kLanes == Lanes::kAny) {
     if (HWY_LIKELY(hn::AllTrue(d, in_core))) {
       VecD<D> v, g;
-      Core<kDeg, kLo>(d, t, tv, tg, v, g);
+      Core<kDeg, kLo>(d, t, tv, tg, shift, v, g);
       FinishCore(d, x, v, g, value, grad);
       return;
     }
@@ -377,13 +419,13 @@ HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[16], const float (*tg)[16
   // A NaN runs through the tail and comes out NaN. Core lanes compute
   // garbage here (never trapping) that the blend below discards.
   const auto tt = MinKeepNaN(d, hn::Set(d, Tail::kTmax), t);
-  Tail::Eval(d, tt, vs, gs);
+  Tail::template Eval<kN>(d, tt, vs, gs);
   FinishTail(d, x, vs, gs, value, grad);
   if constexpr (kLanes == Lanes::kTail) return;
   if (hn::AllFalse(d, in_core)) return;
   const auto xs = hn::IfThenElseZero(in_core, x);
   VecD<D> v, g, cv, cg;
-  Core<kDeg, kLo>(d, hn::Abs(xs), tv, tg, v, g);
+  Core<kDeg, kLo>(d, hn::Abs(xs), tv, tg, shift, v, g);
   FinishCore(d, xs, v, g, cv, cg);
   value = hn::IfThenElse(in_core, cv, value);
   grad = hn::IfThenElse(in_core, cg, grad);
@@ -391,79 +433,116 @@ HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[16], const float (*tg)[16
 
 }  // namespace gelu_math
 
-// The three forms share one shape; Tail and the tables select the form, kDeg
-// and kLo the core polynomial (degree, c0 as f32 hi + lo). CoreOnly is the
-// same math without the tail check, for vectors AllCore has cleared: a
-// caller with two vectors in hand checks both with one branch. TailOnly is
-// the tail path alone, for vectors of gathered tail lanes (IsTail).
-template <class Tail, const float (*kV)[16], const float (*kG)[16], int kDeg, bool kLo,
+// The three forms share one shape; Tail and the tables select the form, kN
+// the core's interval count, kS the narrow core's expansion shifts (nullptr
+// for 16 intervals), kDeg and kLo the core polynomial (degree, c0 as f32
+// hi + lo). CoreOnly is the same math without the tail check, for
+// vectors AllCore has cleared: a caller with two vectors in hand checks both
+// with one branch. TailOnly is the tail path alone, for vectors of gathered
+// tail lanes (IsTail).
+template <class Tail, size_t kN, const float (*kV)[kN], const float (*kG)[kN],
+          const float* kS, int kDeg, bool kLo,
           gelu_math::Lanes kLanes = gelu_math::Lanes::kAny>
 struct GeluMathImpl {
-  using CoreOnly = GeluMathImpl<Tail, kV, kG, kDeg, kLo, gelu_math::Lanes::kCore>;
-  using TailOnly = GeluMathImpl<Tail, kV, kG, kDeg, kLo, gelu_math::Lanes::kTail>;
+  using CoreOnly =
+      GeluMathImpl<Tail, kN, kV, kG, kS, kDeg, kLo, gelu_math::Lanes::kCore>;
+  using TailOnly =
+      GeluMathImpl<Tail, kN, kV, kG, kS, kDeg, kLo, gelu_math::Lanes::kTail>;
+  // Where the tail path takes over: 3.875 (16 intervals) or 3.75 (8).
+  static constexpr float kTailStart = gelu_math::CoreShape<kN>::kTailStart;
   // Lanes that need the tail path: |x| >= kTailStart, inf, NaN.
   template <class D>
   static HWY_INLINE hn::Mask<D> IsTail(D d, hn::Vec<D> x) {
-    return hn::Not(hn::Lt(hn::Abs(x), hn::Set(d, gelu_math::kTailStart)));
+    return hn::Not(hn::Lt(hn::Abs(x), hn::Set(d, kTailStart)));
   }
   template <class D>
   static HWY_INLINE bool AllCore(D d, hn::Vec<D> a, hn::Vec<D> b) {
-    const auto start = hn::Set(d, gelu_math::kTailStart);  // false for NaN
+    const auto start = hn::Set(d, kTailStart);  // false for NaN
     return hn::AllTrue(d,
                        hn::And(hn::Lt(hn::Abs(a), start), hn::Lt(hn::Abs(b), start)));
   }
   template <class D>
   static HWY_INLINE hn::Vec<D> Value(D d, hn::Vec<D> x) {
     hn::Vec<D> v, g;
-    gelu_math::Eval<Tail, kDeg, kLo, kLanes>(d, x, kV, kG, v, g);
+    gelu_math::Eval<Tail, kDeg, kLo, kLanes>(d, x, kV, kG, kS, v, g);
     return v;
   }
   template <class D>
   static HWY_INLINE hn::Vec<D> Grad(D d, hn::Vec<D> x) {
     hn::Vec<D> v, g;
-    gelu_math::Eval<Tail, kDeg, kLo, kLanes>(d, x, kV, kG, v, g);
+    gelu_math::Eval<Tail, kDeg, kLo, kLanes>(d, x, kV, kG, kS, v, g);
     return g;
   }
   template <class D>
   static HWY_INLINE void ValueAndGrad(D d, hn::Vec<D> x, hn::Vec<D>& value,
                                       hn::Vec<D>& grad) {
-    gelu_math::Eval<Tail, kDeg, kLo, kLanes>(d, x, kV, kG, value, grad);
+    gelu_math::Eval<Tail, kDeg, kLo, kLanes>(d, x, kV, kG, kS, value, grad);
   }
 };
 
-// A form: the f32 math (degree 6, c0 in hi + lo: the f32 contract) and, as
-// ForBf16F16, the math for results that are rounded to bf16 or f16: degree
-// 4 without c0 lo (5 table permutes instead of 8). Its fit error, at most
-// 2^-17 relative (tools/fit/fit_gelu.py), is below 1/64 ulp of f16 and 1/256
-// ulp of bf16, so those results stay within their 1-ulp contract; the tail
-// path is the same exact one.
-template <class Tail, const float (*kV)[16], const float (*kG)[16],
-          const float (*kV16)[16], const float (*kG16)[16]>
-struct GeluForm : GeluMathImpl<Tail, kV, kG, 6, true> {
-  using ForBf16F16 = GeluMathImpl<Tail, kV16, kG16, 4, false>;
+// A form: the f32 math (c0 in hi + lo: the f32 contract) and, as
+// ForBf16F16, the math for results that are rounded to bf16 or f16: a lower
+// degree without c0 lo. Its fit error, at most 2^-17 relative
+// (tools/fit/fit_gelu.py), is below 1/64 ulp of f16 and 1/256 ulp of bf16,
+// so those results stay within their 1-ulp contract; the tail path is the
+// same exact one.
+template <class Tail, size_t kN, const float* kS, const float (*kV)[kN],
+          const float (*kG)[kN], int kDeg, const float (*kV16)[kN],
+          const float (*kG16)[kN], int kDeg16>
+struct GeluForm : GeluMathImpl<Tail, kN, kV, kG, kS, kDeg, true> {
+  using ForBf16F16 = GeluMathImpl<Tail, kN, kV16, kG16, kS, kDeg16, false>;
 };
+
+// Each target's core. 16 intervals of width 1/4, degree 6 (4 for 16-bit
+// results): one permute a coefficient on AVX-512, a 16-byte table shuffle
+// or a gather elsewhere. On AVX2 a 16-entry lookup takes two 8-lane
+// permutes and a blend, so AVX2 runs 8 intervals of width 1/2 at a degree
+// more (7; 5 for 16-bit results): 9 permutes a value instead of 24 ops.
+#if HWY_TARGET == HWY_AVX2
+inline constexpr bool kNarrowCore = true;
+#else
+inline constexpr bool kNarrowCore = false;
+#endif
+
+template <class Tail, const float (*kV)[16], const float (*kG)[16],
+          const float (*kV16)[16], const float (*kG16)[16], const float* kSN,
+          const float (*kVN)[8], const float (*kGN)[8], const float (*kVN16)[8],
+          const float (*kGN16)[8]>
+using GeluFormFor = std::conditional_t<
+    kNarrowCore, GeluForm<Tail, 8, kSN, kVN, kGN, 7, kVN16, kGN16, 5>,
+    GeluForm<Tail, 16, nullptr, kV, kG, 6, kV16, kG16, 4>>;
 
 // GELU, erf form: x Phi(x), Phi(x) = erfc(-x/sqrt 2)/2; Grad = Phi + x phi.
 // Lanes: f32. Valid for every f32 input (NaN -> NaN, +-inf -> +inf/-0 and
-// 1/0). Max error: Value 1.25 (FMA targets: AVX3, AVX2) / 1.42 (SSE4,
-// SSSE3, SCALAR) ULP; Grad 1.41 / 1.51 ULP of |Phi| + |x phi|.
+// 1/0). Max error: Value 1.25 (AVX3) / 1.76 (AVX2, the narrow core) / 1.42
+// (SSE4, SSSE3, SCALAR) ULP; Grad 1.41 / 1.51 / 1.51 ULP of |Phi| + |x phi|.
 struct GeluErfMath
-    : GeluForm<gelu_math::ErfTail, gelu_math::kErfValue, gelu_math::kErfGrad,
-               gelu_math::kErfValueBf16F16, gelu_math::kErfGradBf16F16> {};
+    : GeluFormFor<gelu_math::ErfTail, gelu_math::kErfValue, gelu_math::kErfGrad,
+                  gelu_math::kErfValueBf16F16, gelu_math::kErfGradBf16F16,
+                  gelu_math::kErfShiftN8, gelu_math::kErfValueN8, gelu_math::kErfGradN8,
+                  gelu_math::kErfValueN8Bf16F16, gelu_math::kErfGradN8Bf16F16> {};
 
 // GELU, tanh form: x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3); Grad
 // is its exact derivative. Lanes: f32. Valid for every f32 input.
-// Max error: Value 1.30 / 1.49 ULP; Grad 1.47 / 1.58 ULP of |s| + |x s'|.
+// Max error: Value 1.30 / 1.56 / 1.49 ULP; Grad 1.47 / 1.51 / 1.58 ULP of
+// |s| + |x s'| (AVX3 / AVX2 / the others).
 struct GeluTanhMath
-    : GeluForm<gelu_math::TanhTail, gelu_math::kTanhValue, gelu_math::kTanhGrad,
-               gelu_math::kTanhValueBf16F16, gelu_math::kTanhGradBf16F16> {};
+    : GeluFormFor<gelu_math::TanhTail, gelu_math::kTanhValue, gelu_math::kTanhGrad,
+                  gelu_math::kTanhValueBf16F16, gelu_math::kTanhGradBf16F16,
+                  gelu_math::kTanhShiftN8, gelu_math::kTanhValueN8,
+                  gelu_math::kTanhGradN8, gelu_math::kTanhValueN8Bf16F16,
+                  gelu_math::kTanhGradN8Bf16F16> {};
 
 // GELU, quick form: x sigmoid(1.702 x); Grad its exact derivative.
 // Lanes: f32. Valid for every f32 input.
-// Max error: Value 1.45 / 1.70 ULP; Grad 1.61 / 1.67 ULP of |s| + |x s'|.
+// Max error: Value 1.45 / 1.45 / 1.70 ULP; Grad 1.61 / 1.61 / 1.67 ULP of
+// |s| + |x s'| (AVX3 / AVX2 / the others).
 struct GeluQuickMath
-    : GeluForm<gelu_math::QuickTail, gelu_math::kQuickValue, gelu_math::kQuickGrad,
-               gelu_math::kQuickValueBf16F16, gelu_math::kQuickGradBf16F16> {};
+    : GeluFormFor<gelu_math::QuickTail, gelu_math::kQuickValue, gelu_math::kQuickGrad,
+                  gelu_math::kQuickValueBf16F16, gelu_math::kQuickGradBf16F16,
+                  gelu_math::kQuickShiftN8, gelu_math::kQuickValueN8,
+                  gelu_math::kQuickGradN8, gelu_math::kQuickValueN8Bf16F16,
+                  gelu_math::kQuickGradN8Bf16F16> {};
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)
 }  // namespace HWY_NAMESPACE
