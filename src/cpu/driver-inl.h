@@ -292,6 +292,37 @@ HWY_INLINE void StoreResults(DF df, hn::Vec<DF> a, hn::Vec<DF> b, typename S::T*
 
 // The lanes of one vector that mask m selects, packed to the front of
 // dst (a whole vector is written); returns how many.
+#if HWY_TARGET == HWY_AVX2
+// The 8-lane permutes of CompressTo and ExpandFrom for each mask (lane j
+// in bit j), in static storage. Highway 1.0's AVX2 Compress keeps its
+// table in a function-local constexpr array, which g++ 12 copies onto the
+// stack (1 KiB, rep movsq) at every call: that made the deferred tail path
+// slower than the blended math it replaces.
+struct PermuteIndices8 {
+  // compress[m][i]: the lane of the i-th set bit of m (0 past the last).
+  uint8_t compress[256][8];
+  // expand[m][j]: where m has bit j, how many bits of m are below it (the
+  // packed lane that lands in lane j); 0 elsewhere (blended out).
+  uint8_t expand[256][8];
+  constexpr PermuteIndices8() : compress{}, expand{} {
+    for (int m = 0; m < 256; ++m) {
+      uint8_t k = 0;
+      for (int j = 0; j < 8; ++j) {
+        if (((m >> j) & 1) == 0) continue;
+        compress[m][k] = static_cast<uint8_t>(j);
+        expand[m][j] = k++;
+      }
+    }
+  }
+};
+inline constexpr PermuteIndices8 kPermuteIndices8{};
+
+// The 8 lane indices of a table row, as 32-bit lanes.
+HWY_INLINE __m256i LaneIndices8(const uint8_t* row) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row)));
+}
+#endif
+
 template <class DF>
 HWY_INLINE size_t CompressTo(DF df, hn::Vec<DF> v, hn::Mask<DF> m, float* dst) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
@@ -300,6 +331,13 @@ HWY_INLINE size_t CompressTo(DF df, hn::Vec<DF> v, hn::Mask<DF> m, float* dst) {
     _mm512_storeu_ps(dst, _mm512_maskz_compress_ps(m.raw, v.raw));
     return static_cast<size_t>(__builtin_popcount(m.raw));
   }
+#elif HWY_TARGET == HWY_AVX2
+  if constexpr (hn::MaxLanes(DF()) == 8) {
+    const unsigned bits = static_cast<unsigned>(_mm256_movemask_ps(m.raw));
+    const __m256i idx = LaneIndices8(kPermuteIndices8.compress[bits]);
+    _mm256_storeu_ps(dst, _mm256_permutevar8x32_ps(v.raw, idx));
+    return static_cast<size_t>(__builtin_popcount(bits));
+  }
 #endif
   hn::StoreU(hn::Compress(v, m), df, dst);
   return hn::CountTrue(df, m);
@@ -307,6 +345,7 @@ HWY_INLINE size_t CompressTo(DF df, hn::Vec<DF> v, hn::Mask<DF> m, float* dst) {
 
 // v with the lanes of mask m (bits, lane 0 in bit 0) replaced by src[0],
 // src[1], ... in lane order (Highway 1.0 has no Expand); `used` += how many.
+// Reads a whole vector at src.
 template <class DF>
 HWY_INLINE hn::Vec<DF> ExpandFrom(DF df, hn::Vec<DF> v, uint64_t bits, const float* src,
                                   size_t& used) {
@@ -319,6 +358,17 @@ HWY_INLINE hn::Vec<DF> ExpandFrom(DF df, hn::Vec<DF> v, uint64_t bits, const flo
     asm("" : "+v"(packed));
     return hn::Vec<DF>{
         _mm512_mask_expand_ps(v.raw, static_cast<__mmask16>(bits), packed)};
+  }
+#elif HWY_TARGET == HWY_AVX2
+  if constexpr (hn::MaxLanes(DF()) == 8) {
+    const unsigned m = static_cast<unsigned>(bits) & 0xFFu;
+    used += static_cast<size_t>(__builtin_popcount(m));
+    const __m256i idx = LaneIndices8(kPermuteIndices8.expand[m]);
+    const __m256 packed = _mm256_permutevar8x32_ps(_mm256_loadu_ps(src), idx);
+    const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    const __m256i in_m = _mm256_cmpeq_epi32(
+        _mm256_and_si256(_mm256_set1_epi32(static_cast<int>(m)), lane_bit), lane_bit);
+    return hn::Vec<DF>{_mm256_blendv_ps(v.raw, packed, _mm256_castsi256_ps(in_m))};
   }
 #endif
   HWY_ALIGN float lanes[kMaxF32Lanes];
@@ -349,12 +399,14 @@ HWY_INLINE uint64_t MaskBits(DF df, hn::Mask<DF> m) {
 // 16 steps, 8 steps 5-11% more (tools/fit/driver_ab; docs/performance.md).
 // The block lives on the stack: about 24 KiB with AVX-512.
 inline constexpr size_t kBlockSteps = 32;
-// AVX-512 only: it compresses and expands in one instruction each. Highway
-// 1.0 has no Expand, and the emulated one (through the stack, per lane) made
-// AVX2 slower than the blended math in place (erf backward at N(0, 3): 5-8
-// -> 22 ns/element, -march=haswell build of tools/fit/bench_sigma.cpp), so
-// other targets keep the blended math for a step with a tail lane.
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// AVX-512 compresses and expands in one instruction each; AVX2 in a table
+// load and a permute each (CompressTo, ExpandFrom above). Elsewhere
+// Highway 1.0's Expand would go through the stack lane by lane, which made
+// the deferral slower than the blended math in place (erf backward at
+// N(0, 3): 5-8 -> 22 ns/element, -march=haswell build of
+// tools/fit/bench_sigma.cpp), so other targets keep the blended math for a
+// step with a tail lane.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2
 inline constexpr bool kDeferTails = true;
 #else
 inline constexpr bool kDeferTails = false;
