@@ -72,8 +72,18 @@ Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
   // a task's tensors stay cached between its loads and stores.
   const int64_t bytes_per_elem = static_cast<int64_t>(dtype_size(dtype)) *
                                  std::max(1, streams);
-  const int64_t tile = align_down(std::max<int64_t>(
+  int64_t tile = align_down(std::max<int64_t>(
       1024, (std::max<int64_t>(machine.l2_bytes, 1 << 16) / 2) / bytes_per_elem));
+  // And small enough to give each core a task where the call is worth a
+  // thread a core (kMinElementsPerThread each): a 256K-element bf16 gelu
+  // is a single tile of a 2 MiB L2 and ran on one thread of two. From the
+  // machine's cores, never the requested threads: the blocks (dbias's
+  // summation order) do not depend on those.
+  const int64_t total = rows > 0 && cols > 0 ? rows * cols : 0;
+  const int64_t spread = std::min<int64_t>(
+      std::max(machine.cores, 1), std::max<int64_t>(1, total / kMinElementsPerThread));
+  if (spread > 1)
+    tile = std::min(tile, align_down(std::max<int64_t>(1024, ceil_div(total, spread))));
 
   // Whole rows when they fit the tile: every task then streams contiguous
   // memory (narrow column blocks of long rows measured 2.5x slower for
@@ -91,7 +101,6 @@ Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
 
   // Threads: as requested (or every core), but no more than the tasks and
   // not below kMinElementsPerThread each; small calls stay on the caller.
-  const int64_t total = rows > 0 && cols > 0 ? rows * cols : 0;
   const int64_t want = requested_threads > 0 ? requested_threads : machine.cores;
   const int64_t useful = std::max<int64_t>(1, total / kMinElementsPerThread);
   p.threads = static_cast<int>(
