@@ -74,7 +74,7 @@ inline std::vector<float> DenseInputs() {
   AppendRange(in, -0.60f, -0.50f, 1u << 16);  // tanh/quick roots nearby
   // Core interval edges and the tail start: 16 intervals of width 1/4, and
   // the narrow core's 8 of width 1/2 (AVX2).
-  for (const auto [n, w] : {std::pair{16, 0.25f}, std::pair{8, 0.5f}}) {
+  for (const auto& [n, w] : {std::pair{16, 0.25f}, std::pair{8, 0.5f}}) {
     for (int k = 1; k <= n; ++k) {
       for (float s : {1.0f, -1.0f}) {
         const uint32_t c = ToBits(s * (k - 0.5f) * w);
