@@ -236,20 +236,28 @@ FOOTER = '''
 '''
 
 
-def tables(print):
-    for deg, lo, suffix, what in ((DEG, True, '', ''),
-                                  (DEG16, False, 'Bf16F16',
-                                   ', degree %d for bf16/f16 results' % DEG16)):
+def core_tables(print, deg, deg16, nint, w, align, tag='', shifts=lambda form: None):
+    """The core's Value and Grad tables of every form: f32 results (degree
+    deg, c0 in hi + lo), then bf16/f16 results (deg16, no c0 lo)."""
+    for d, lo, suffix, what in ((deg, True, '', ''),
+                                (deg16, False, 'Bf16F16',
+                                 ', degree %d for bf16/f16 results' % deg16)):
         for form in ('erf', 'tanh', 'quick'):
             for kind in ('V', 'G'):
-                rows, err = fit_core(form, kind, deg, lo)
-                name = 'k%s%s%s' % (form.capitalize(), 'Value' if kind == 'V' else 'Grad', suffix)
+                rows, err = fit_core(form, kind, d, lo, nint, w, shifts(form))
+                name = 'k%s%s%s%s' % (form.capitalize(), 'Value' if kind == 'V' else 'Grad',
+                                      tag, suffix)
                 print('// %s: max error %.4f x 2^-24 relative%s%s' %
                       (name, err, '' if kind == 'V' else ' to s(-t) + t s\'(t)', what))
-                print('alignas(64) inline constexpr float %s[%d][16] = {' % (name, len(rows)))
+                print('alignas(%d) inline constexpr float %s[%d][%d] = {' %
+                      (align, name, len(rows), nint))
                 for row in rows:
                     print('    {' + ', '.join(fmt(v) for v in row) + '},')
                 print('};')
+
+
+def tables(print):
+    core_tables(print, DEG, DEG16, NINT, W, 64)
     for name, (hi, lo) in constants():
         print('inline constexpr float %s[2] = {%s, %s};' % (name, fmt(hi), fmt(lo)))
     for deg in (6, 7):
@@ -295,22 +303,7 @@ def narrow_shifts(form):
 
 
 def narrow_tables(print):
-    for deg, lo, suffix, what in ((DEG_N, True, '', ''),
-                                  (DEG16_N, False, 'Bf16F16',
-                                   ', degree %d for bf16/f16 results' % DEG16_N)):
-        for form in ('erf', 'tanh', 'quick'):
-            for kind in ('V', 'G'):
-                rows, err = fit_core(form, kind, deg, lo, NINT_N, W_N,
-                                     narrow_shifts(form))
-                name = 'k%s%sN8%s' % (form.capitalize(), 'Value' if kind == 'V' else 'Grad',
-                                      suffix)
-                print('// %s: max error %.4f x 2^-24 relative%s%s' %
-                      (name, err, '' if kind == 'V' else ' to s(-t) + t s\'(t)', what))
-                print('alignas(32) inline constexpr float %s[%d][%d] = {' %
-                      (name, len(rows), NINT_N))
-                for row in rows:
-                    print('    {' + ', '.join(fmt(v) for v in row) + '},')
-                print('};')
+    core_tables(print, DEG_N, DEG16_N, NINT_N, W_N, 32, 'N8', narrow_shifts)
     for form in ('erf', 'tanh', 'quick'):
         print('// k%sShiftN8: interval k is expanded at k/2 + this (narrow_shifts)'
               % form.capitalize())
