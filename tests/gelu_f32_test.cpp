@@ -1,0 +1,218 @@
+// The scalar f32 method (src/math/gelu_f32.hpp), which the CUDA kernels
+// run, compiled here for the host:
+//  * the same bits as the CPU's SIMD math on every FMA target this CPU
+//    runs, with the core of that target (16 intervals on AVX-512, 8 on
+//    AVX2), for every form, for f32 results and for the bf16/f16 core;
+//    the erf tail's 1/t^2 differs in method (a quotient here, an
+//    approximate reciprocal and a Newton step there), so there the two may
+//    differ by one ulp, and no more;
+//  * within the f32 contract against the double reference (value 2 ULP,
+//    grad 2 ULP of |t1| + |t2|), with either core;
+// on every bf16 and f16 value and 10^7 f32 inputs (evenly spread bit
+// patterns, N(0,1), N(0,3), the negative tail) per form.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gelu/gelu.hpp"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "tests/gelu_f32_test.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include "cpu/gelu_math-inl.h"
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace gelu::cpu {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+template <class Math>
+void EvalWith(const float* x, size_t n, float* v, float* g) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  for (size_t i = 0; i < n; i += lanes) {  // n: a multiple of 16
+    hn::Vec<decltype(d)> vv, gg;
+    Math::ValueAndGrad(d, hn::LoadU(d, x + i), vv, gg);
+    hn::StoreU(vv, d, v + i);
+    hn::StoreU(gg, d, g + i);
+  }
+}
+
+// This target's math over x[0, n); returns its core's interval count, and
+// whether it computes with FMA (the scalar method's steps).
+int TargetMath(Approx form, bool half, const float* x, size_t n, float* v, float* g,
+               bool* fma) {
+  *fma = HWY_NATIVE_FMA != 0;
+  const auto run = [&](auto math) {
+    using M = decltype(math);
+    if (half) EvalWith<typename M::ForBf16F16>(x, n, v, g);
+    else EvalWith<M>(x, n, v, g);
+  };
+  switch (form) {
+    case Approx::none: run(GeluErfMath{}); break;
+    case Approx::tanh: run(GeluTanhMath{}); break;
+    case Approx::quick: run(GeluQuickMath{}); break;
+  }
+  return kNarrowCore ? 8 : 16;
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace gelu::cpu
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <gtest/gtest.h>
+
+#include "cpu/kernels.hpp"
+#include "math/gelu_f32.hpp"
+#include "ref/convert.hpp"
+#include "ref/gelu_ref.hpp"
+#include "ref/ulp.hpp"
+
+namespace gelu::cpu {
+HWY_EXPORT(TargetMath);
+}  // namespace gelu::cpu
+
+namespace gelu::testing {
+namespace {
+
+const char* form_name(Approx a) {
+  return a == Approx::none ? "erf" : a == Approx::tanh ? "tanh" : "quick";
+}
+
+// Every bf16 and f16 value, then 10^7 f32 inputs; a multiple of 16.
+const std::vector<float>& inputs() {
+  static const std::vector<float> in = [] {
+    std::vector<float> v;
+    v.reserve(10'200'000);
+    for (uint32_t h = 0; h < 65536; ++h) {
+      v.push_back(bf16_to_f32(uint16_t(h)));
+      v.push_back(f16_to_f32(uint16_t(h)));
+    }
+    constexpr uint32_t kSpread = 4'000'000;
+    for (uint32_t i = 0; i < kSpread; ++i)
+      v.push_back(f32_from_bits(uint32_t(uint64_t(i) * 0xFFFFFFFFu / kSpread) ^
+                                     ((i * 0x9E3779B1u) >> 20)));
+    std::mt19937 rng(20261206);
+    std::normal_distribution<float> n01(0.0f, 1.0f);
+    for (int i = 0; i < 2'500'000; ++i) v.push_back(n01(rng));
+    for (int i = 0; i < 2'500'000; ++i) v.push_back(3.0f * n01(rng));
+    std::uniform_real_distribution<float> tail(-15.0f, -3.5f);
+    for (int i = 0; i < 1'000'000; ++i) v.push_back(tail(rng));
+    while (v.size() % 16) v.push_back(0.0f);
+    return v;
+  }();
+  return in;
+}
+
+bool same_bits(float a, float b) {
+  return f32_bits(a) == f32_bits(b) || (std::isnan(a) && std::isnan(b));
+}
+
+// Distance in ulps between two finite floats of the same sign (or zeros).
+int64_t ulp_distance(float a, float b) {
+  const auto key = [](float f) {
+    const int64_t u = f32_bits(f) & 0x7fffffffu;
+    return std::signbit(f) ? -u : u;
+  };
+  const int64_t d = key(a) - key(b);
+  return d < 0 ? -d : d;
+}
+
+template <Approx F, bool kHalf, int kN>
+void scalar_math(const std::vector<float>& x, std::vector<float>& v,
+                 std::vector<float>& g) {
+  v.resize(x.size());
+  g.resize(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    math::value_and_grad<F, kHalf, kN>(x[i], v[i], g[i]);
+}
+
+template <Approx F, bool kHalf>
+void check_form() {
+  const std::vector<float>& x = inputs();
+  std::vector<float> sv[2], sg[2];  // [0]: 16 intervals, [1]: 8
+  scalar_math<F, kHalf, 16>(x, sv[0], sg[0]);
+  scalar_math<F, kHalf, 8>(x, sv[1], sg[1]);
+
+  // Against the reference, f32 results only (the bf16/f16 core's 2^-17 is
+  // checked through the ops' results).
+  if (!kHalf) {
+    for (int c = 0; c < 2; ++c) {
+      double worst_v = 0, worst_g = 0;
+      float at_v = 0, at_g = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double ev = ref::ulp_error(DType::f32, sv[c][i], ref::gelu_fwd(F, x[i]));
+        const ref::GradTerms t = ref::gelu_bwd_terms(F, x[i]);
+        const double eg = ref::scaled_ulp_error(DType::f32, sg[c][i], t.t1 + t.t2,
+                                                std::fabs(t.t1) + std::fabs(t.t2));
+        if (!(ev <= worst_v)) worst_v = std::isnan(ev) ? INFINITY : ev, at_v = x[i];
+        if (!(eg <= worst_g)) worst_g = std::isnan(eg) ? INFINITY : eg, at_g = x[i];
+      }
+      std::printf("[ gelu_f32 ] %-5s %2d intervals: value %.3f ulp (x=%a), grad %.3f "
+                  "ulp (x=%a)\n",
+                  form_name(F), c == 0 ? 16 : 8, worst_v, at_v, worst_g, at_g);
+      EXPECT_LE(worst_v, 2.0) << form_name(F) << " value at x = " << at_v;
+      EXPECT_LE(worst_g, 2.0) << form_name(F) << " grad at x = " << at_g;
+    }
+  }
+
+  // Against the CPU's math on each FMA target this CPU runs.
+  const std::string before = simd_target();
+  int compared = 0;
+  std::vector<float> tv(x.size()), tg(x.size());
+  for (const cpu::Target& target : cpu::runnable_targets()) {
+    cpu::pin_target(target.bit);
+    bool fma = false;
+    const int kn = HWY_DYNAMIC_DISPATCH(cpu::TargetMath)(F, kHalf, x.data(), x.size(),
+                                                         tv.data(), tg.data(), &fma);
+    if (!fma) continue;
+    ++compared;
+    const int c = kn == 16 ? 0 : 1;
+    const float tail_start = kn == 16 ? 3.875f : 3.75f;
+    uint64_t differ = 0, tail_differ = 0;
+    float first = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const bool sv_same = same_bits(sv[c][i], tv[i]), sg_same = same_bits(sg[c][i], tg[i]);
+      if (sv_same && sg_same) continue;
+      const bool erf_tail = F == Approx::none && std::fabs(x[i]) >= tail_start &&
+                            std::isfinite(x[i]);
+      if (erf_tail && (sv_same || ulp_distance(sv[c][i], tv[i]) <= 1) &&
+          (sg_same || ulp_distance(sg[c][i], tg[i]) <= 1)) {
+        ++tail_differ;
+        continue;
+      }
+      if (differ++ == 0) first = x[i];
+    }
+    std::printf("[ gelu_f32 ] %-5s%s vs %s (%d intervals): %llu differ, %llu by one "
+                "ulp in the erf tail, of %zu\n",
+                form_name(F), kHalf ? " (bf16/f16 core)" : "", target.name, kn,
+                static_cast<unsigned long long>(differ),
+                static_cast<unsigned long long>(tail_differ), x.size());
+    EXPECT_EQ(differ, 0u) << form_name(F) << " on " << target.name << ": first at x = "
+                          << std::hexfloat << first;
+  }
+  set_simd_target(before);
+  if (compared == 0) std::printf("[ gelu_f32 ] no FMA target on this CPU to compare\n");
+}
+
+TEST(GeluF32, ErfMatchesTheCpuAndTheReference) { check_form<Approx::none, false>(); }
+TEST(GeluF32, TanhMatchesTheCpuAndTheReference) { check_form<Approx::tanh, false>(); }
+TEST(GeluF32, QuickMatchesTheCpuAndTheReference) { check_form<Approx::quick, false>(); }
+TEST(GeluF32, HalfCoresMatchTheCpu) {
+  check_form<Approx::none, true>();
+  check_form<Approx::tanh, true>();
+  check_form<Approx::quick, true>();
+}
+
+}  // namespace
+}  // namespace gelu::testing
+#endif  // HWY_ONCE
