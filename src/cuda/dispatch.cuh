@@ -1,6 +1,7 @@
-// Shared by the kernel units (.cu): the launch shape of the element-wise
-// kernels, the launch check, and the dispatch from the run-time form and
-// dtype to a kernel template's instance.
+// Shared by the kernel units (.cu): the one kernel that runs a body
+// (src/cuda/body: phase 0, a barrier, phase 1), the launch of an
+// element-wise body over its plan, the launch check, and the dispatch from
+// the run-time form and dtype to a template's instance.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,29 +9,21 @@
 #include <string>
 #include <type_traits>
 
+#include "cuda/body/dbias.hpp"
+#include "cuda/body/eltwise.hpp"
 #include "cuda/launch.hpp"
-#include "cuda/scalar_math.hpp"
-#include "cuda/storage.hpp"
 
 namespace gelu::cuda::detail {
 
-// Threads per block of the element-wise kernels, and the most blocks one
-// launch asks for (the kernels stride over the rest; results do not depend
-// on the grid).
-inline constexpr int kThreads = 256;
-inline constexpr int64_t kMaxBlocks = int64_t{1} << 20;
-
-inline unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < kMaxBlocks ? (b > 0 ? b : 1) : kMaxBlocks);
-}
-
-// The first index of this thread and the stride of the grid, 64-bit.
-__device__ __forceinline__ int64_t first_index() {
-  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-}
-__device__ __forceinline__ int64_t grid_stride() {
-  return static_cast<int64_t>(gridDim.x) * blockDim.x;
+template <class Body, class Args>
+__global__ void __launch_bounds__(body::kBlockThreads) body_kernel(Args args) {
+  __shared__ double shared[Body::kSharedDoubles > 0 ? Body::kSharedDoubles : 1];
+  const body::Where w = body::here();
+  Body::phase0(w, args, shared);
+  if constexpr (Body::kPhase1) {
+    __syncthreads();
+    Body::phase1(w, args, shared);
+  }
 }
 
 // Throws gelu::Error when the launch just made failed.
@@ -39,6 +32,12 @@ inline void check_launch(const char* what) {
   if (e != cudaSuccess)
     throw Error(std::string("gelu::cuda: launching ") + what +
                 " failed: " + cudaGetErrorString(e));
+}
+
+template <class Body, class Args>
+void launch_body(const body::Launch& l, const Args& args, Stream stream) {
+  body_kernel<Body, Args>
+      <<<dim3(l.grid.x, l.grid.y), dim3(l.block.x, l.block.y), 0, stream>>>(args);
 }
 
 template <Approx F>
@@ -63,21 +62,33 @@ void with_form_dtype(Approx form, DType t, Fn&& fn) {
   }
 }
 
-// The pre-activation of element i: x, or x + the addend rounded to f32 once
-// (as an unfused f32 computation: the README's fused pre-activations).
-template <DType D, Addend A>
-__device__ __forceinline__ double pre_activation(
-    const typename storage::Storage<D>::T* x, const typename storage::Storage<D>::T* b,
-    int64_t i, int64_t cols) {
-  using S = storage::Storage<D>;
-  const float v = S::load(x, i);
-  if constexpr (A == Addend::none) {
-    return v;
-  } else if constexpr (A == Addend::same) {
-    return static_cast<double>(__fadd_rn(v, S::load(b, i)));
-  } else {
-    return static_cast<double>(__fadd_rn(v, S::load(b, i % cols)));
-  }
+// An element-wise body over rows x cols of `arrays` (eltwise.hpp), with
+// 16-byte accesses where the plan allows them.
+template <body::Kind K, bool kAdd, bool kValue, bool kDbias>
+void launch_eltwise(Approx form, DType t, int64_t rows, int64_t cols,
+                    const body::Arrays& arrays, double* partial, Stream stream,
+                    const char* what) {
+  with_form_dtype(form, t, [&](auto f, auto d) {
+    constexpr Approx F = decltype(f)::value;
+    constexpr DType D = decltype(d)::value;
+    using T = typename body::Elem<D>::T;
+    const body::EltwisePlan p = body::plan_eltwise(rows, cols, int(sizeof(T)), arrays,
+                                                   kDbias);
+    body::EltwiseArgs g;
+    g.a = arrays;
+    g.rows = rows;
+    g.cols = cols;
+    g.head = p.head;
+    g.vectors = p.vectors;
+    g.tail = p.tail;
+    g.partial = partial;
+    if (p.vec)
+      launch_body<body::Eltwise<F, D, K, kAdd, kValue, kDbias, body::kVecOf<D>>>(
+          p.launch, g, stream);
+    else
+      launch_body<body::Eltwise<F, D, K, kAdd, kValue, kDbias, 1>>(p.launch, g, stream);
+  });
+  check_launch(what);
 }
 
 }  // namespace gelu::cuda::detail

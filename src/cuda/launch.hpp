@@ -30,13 +30,13 @@ void forward(Approx form, DType t, Addend a, int64_t n, int64_t cols, const void
 void backward(Approx form, DType t, Addend a, int64_t n, int64_t cols, const void* dy,
               const void* x, const void* addend, void* dx, void* y, Stream stream);
 
-// bias_gelu_backward's dbias: row blocks of the rows x cols problem, each
-// summing its rows' dx per column into partial[block * cols + column]
-// (doubles), then dbias[column] = those sums added in block order. The
-// blocks depend only on the shape, so dbias does too.
-int64_t dbias_row_blocks(int64_t rows);
+// bias_gelu_backward's dbias: per-block column sums of the f32 dx into
+// partial[block row][column] (doubles), then dbias[column] = those sums
+// added in order (src/cuda/body/eltwise.hpp). The blocks depend only on the
+// shape, so dbias does too.
+int64_t dbias_partial_rows(int64_t rows, int64_t cols);
 inline int64_t dbias_workspace_bytes(int64_t rows, int64_t cols) {
-  return dbias_row_blocks(rows) * cols * static_cast<int64_t>(sizeof(double));
+  return dbias_partial_rows(rows, cols) * cols * static_cast<int64_t>(sizeof(double));
 }
 // dx, y (where not null) as backward() with Addend::column, and dbias (of
 // dtype dbias_t) through `partial` (dbias_workspace_bytes of device memory).

@@ -20,12 +20,7 @@
 #include <math.h>
 
 #include "gelu/gelu.hpp"
-
-#if defined(__CUDACC__)
-#define GELU_HD __host__ __device__ __forceinline__
-#else
-#define GELU_HD inline
-#endif
+#include "math/host_device.hpp"
 
 namespace gelu::cuda::math {
 

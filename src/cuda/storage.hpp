@@ -17,25 +17,8 @@
 
 namespace gelu::cuda::storage {
 
-GELU_HD float float_from_bits(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-#endif
-}
-
-GELU_HD uint32_t bits_of(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
-#endif
-}
+using ::gelu::math::bits_of;
+using ::gelu::math::float_from_bits;
 
 // A 16-bit format: mantissa bits, smallest normal exponent, its overflow
 // boundary and largest finite value, and its quiet-NaN encoding of a float

@@ -131,26 +131,30 @@ GELU_HD float lookup(const float* row, int k) {
 template <Approx F, bool kHalf, int kN>
 struct Core;
 
-#define GELU_CORE16(FORM, NAME)                                                     \
-  template <>                                                                       \
-  struct Core<Approx::FORM, false, 16> {                                            \
-    static constexpr int kDeg = 6;                                                  \
-    static constexpr bool kLo = true;                                               \
-    GELU_HD static const float* v() { return GELU_TABLE(k##NAME##Value, k##NAME##Value); } \
-    GELU_HD static const float* g() { return GELU_TABLE(k##NAME##Grad, k##NAME##Grad); }   \
-    GELU_HD static const float* shift() { return nullptr; }                         \
-  };                                                                                \
-  template <>                                                                       \
-  struct Core<Approx::FORM, true, 16> {                                             \
-    static constexpr int kDeg = 4;                                                  \
-    static constexpr bool kLo = false;                                              \
-    GELU_HD static const float* v() {                                               \
-      return GELU_TABLE(k##NAME##ValueBf16F16, k##NAME##ValueHalf);                 \
-    }                                                                               \
-    GELU_HD static const float* g() {                                               \
-      return GELU_TABLE(k##NAME##GradBf16F16, k##NAME##GradHalf);                   \
-    }                                                                               \
-    GELU_HD static const float* shift() { return nullptr; }                         \
+#define GELU_CORE16(FORM, NAME)                                     \
+  template <>                                                       \
+  struct Core<Approx::FORM, false, 16> {                            \
+    static constexpr int kDeg = 6;                                  \
+    static constexpr bool kLo = true;                               \
+    GELU_HD static const float* v() {                               \
+      return GELU_TABLE(k##NAME##Value, k##NAME##Value);            \
+    }                                                               \
+    GELU_HD static const float* g() {                               \
+      return GELU_TABLE(k##NAME##Grad, k##NAME##Grad);              \
+    }                                                               \
+    GELU_HD static const float* shift() { return nullptr; }         \
+  };                                                                \
+  template <>                                                       \
+  struct Core<Approx::FORM, true, 16> {                             \
+    static constexpr int kDeg = 4;                                  \
+    static constexpr bool kLo = false;                              \
+    GELU_HD static const float* v() {                               \
+      return GELU_TABLE(k##NAME##ValueBf16F16, k##NAME##ValueHalf); \
+    }                                                               \
+    GELU_HD static const float* g() {                               \
+      return GELU_TABLE(k##NAME##GradBf16F16, k##NAME##GradHalf);   \
+    }                                                               \
+    GELU_HD static const float* shift() { return nullptr; }         \
   };
 GELU_CORE16(none, Erf)
 GELU_CORE16(tanh, Tanh)
@@ -160,22 +164,22 @@ GELU_CORE16(quick, Quick)
 
 #if !defined(__CUDA_ARCH__)
 // The narrow core (host only: the CPU's AVX2 target, for the tests).
-#define GELU_CORE8(FORM, NAME)                                                  \
-  template <>                                                                   \
-  struct Core<Approx::FORM, false, 8> {                                         \
-    static constexpr int kDeg = 7;                                              \
-    static constexpr bool kLo = true;                                           \
-    static const float* v() { return &cf::k##NAME##ValueN8[0][0]; }             \
-    static const float* g() { return &cf::k##NAME##GradN8[0][0]; }              \
-    static const float* shift() { return cf::k##NAME##ShiftN8; }                \
-  };                                                                            \
-  template <>                                                                   \
-  struct Core<Approx::FORM, true, 8> {                                          \
-    static constexpr int kDeg = 5;                                              \
-    static constexpr bool kLo = false;                                          \
-    static const float* v() { return &cf::k##NAME##ValueN8Bf16F16[0][0]; }      \
-    static const float* g() { return &cf::k##NAME##GradN8Bf16F16[0][0]; }       \
-    static const float* shift() { return cf::k##NAME##ShiftN8; }                \
+#define GELU_CORE8(FORM, NAME)                                             \
+  template <>                                                              \
+  struct Core<Approx::FORM, false, 8> {                                    \
+    static constexpr int kDeg = 7;                                         \
+    static constexpr bool kLo = true;                                      \
+    static const float* v() { return &cf::k##NAME##ValueN8[0][0]; }        \
+    static const float* g() { return &cf::k##NAME##GradN8[0][0]; }         \
+    static const float* shift() { return cf::k##NAME##ShiftN8; }           \
+  };                                                                       \
+  template <>                                                              \
+  struct Core<Approx::FORM, true, 8> {                                     \
+    static constexpr int kDeg = 5;                                         \
+    static constexpr bool kLo = false;                                     \
+    static const float* v() { return &cf::k##NAME##ValueN8Bf16F16[0][0]; } \
+    static const float* g() { return &cf::k##NAME##GradN8Bf16F16[0][0]; }  \
+    static const float* shift() { return cf::k##NAME##ShiftN8; }           \
   };
 GELU_CORE8(none, Erf)
 GELU_CORE8(tanh, Tanh)
@@ -186,7 +190,8 @@ GELU_CORE8(quick, Quick)
 // ---------------------------------------------------------------------------
 // Scalar constants (constexpr scalars are usable in device code).
 inline constexpr float kLn2Hi = cf::kLn2[0], kLn2Lo = cf::kLn2[1];
-inline constexpr float kLnSqrt2PiHi = cf::kLnSqrt2Pi[0], kLnSqrt2PiLo = cf::kLnSqrt2Pi[1];
+inline constexpr float kLnSqrt2PiHi = cf::kLnSqrt2Pi[0],
+                       kLnSqrt2PiLo = cf::kLnSqrt2Pi[1];
 inline constexpr float kTanhA1Hi = cf::kTanhA1[0], kTanhA1Lo = cf::kTanhA1[1];
 inline constexpr float kTanhA3Hi = cf::kTanhA3[0], kTanhA3Lo = cf::kTanhA3[1];
 inline constexpr float kQuickAHi = cf::kQuickA[0], kQuickALo = cf::kQuickA[1];
@@ -208,7 +213,9 @@ GELU_HD float erf_tail_coefficient(int j) {
 // Above these t the form's gelu(-t), gelu'(-t) underflow to zero and
 // gelu(t) = t, gelu'(t) = 1 in f32 (as the CPU's).
 template <Approx F>
-inline constexpr float kTmax = F == Approx::none ? 14.75f : F == Approx::tanh ? 11.0f : 68.0f;
+inline constexpr float kTmax = F == Approx::none   ? 14.75f
+                               : F == Approx::tanh ? 11.0f
+                                                   : 68.0f;
 
 // ---------------------------------------------------------------------------
 // The steps.
@@ -225,18 +232,23 @@ GELU_HD float two_sum_err(float a, float b, float s) {
 // e^r - 1 for |r| <= ln2/2, degree 6 or 7, Horner.
 template <int kDeg>
 GELU_HD float expm1_poly(float r) {
+  // Local copies: device code reads constexpr scalars, not host arrays.
+  constexpr float c7[6] = {cf::kExpPoly7[0], cf::kExpPoly7[1], cf::kExpPoly7[2],
+                           cf::kExpPoly7[3], cf::kExpPoly7[4], cf::kExpPoly7[5]};
+  constexpr float c6[5] = {cf::kExpPoly6[0], cf::kExpPoly6[1], cf::kExpPoly6[2],
+                           cf::kExpPoly6[3], cf::kExpPoly6[4]};
   float p;
   if constexpr (kDeg == 7) {
-    p = fma_rn(cf::kExpPoly7[5], r, cf::kExpPoly7[4]);
-    p = fma_rn(p, r, cf::kExpPoly7[3]);
-    p = fma_rn(p, r, cf::kExpPoly7[2]);
-    p = fma_rn(p, r, cf::kExpPoly7[1]);
-    p = fma_rn(p, r, cf::kExpPoly7[0]);
+    p = fma_rn(c7[5], r, c7[4]);
+    p = fma_rn(p, r, c7[3]);
+    p = fma_rn(p, r, c7[2]);
+    p = fma_rn(p, r, c7[1]);
+    p = fma_rn(p, r, c7[0]);
   } else {
-    p = fma_rn(cf::kExpPoly6[4], r, cf::kExpPoly6[3]);
-    p = fma_rn(p, r, cf::kExpPoly6[2]);
-    p = fma_rn(p, r, cf::kExpPoly6[1]);
-    p = fma_rn(p, r, cf::kExpPoly6[0]);
+    p = fma_rn(c6[4], r, c6[3]);
+    p = fma_rn(p, r, c6[2]);
+    p = fma_rn(p, r, c6[1]);
+    p = fma_rn(p, r, c6[0]);
   }
   return fma_rn(mul_rn(r, r), p, r);
 }
@@ -263,7 +275,7 @@ GELU_HD void core(float t, float& v, float& g) {
                     lookup(tv + (kDeg + kC1 - 2) * kN, k));
   float pg = fma_rn(lookup(tg + (kDeg + kC1 - 1) * kN, k), r,
                     lookup(tg + (kDeg + kC1 - 2) * kN, k));
-GELU_UNROLL
+  GELU_UNROLL
   for (int j = kDeg - 2; j >= 1; --j) {
     pv = fma_rn(pv, r, lookup(tv + (j + kC1 - 1) * kN, k));
     pg = fma_rn(pg, r, lookup(tg + (j + kC1 - 1) * kN, k));
@@ -331,8 +343,8 @@ GELU_HD void tanh_tail(float t, float& vs, float& gs) {
   const float h = mul_rn(t, t);
   const float hl = prod_err(t, t, h);
   const float m = mul_rn(kTanhA3Hi, h);
-  const float ml =
-      fma_rn(kTanhA3Hi, hl, fma_rn(kTanhA3Lo, h, prod_err(kTanhA3Hi, h, m)));
+  const float ml = fma_rn(kTanhA3Hi, hl,
+                          fma_rn(kTanhA3Lo, h, prod_err(kTanhA3Hi, h, m)));
   const float gh = add_rn(m, kTanhA1Hi);
   const float gl = add_rn(sub_rn(kTanhA1Hi, sub_rn(gh, m)), add_rn(ml, kTanhA1Lo));
   const float zh = mul_rn(t, gh);

@@ -5,9 +5,16 @@
 
 #if defined(__CUDACC__)
 #define GELU_HD __host__ __device__ __forceinline__
-#define GELU_UNROLL _Pragma("unroll")
 #else
 #define GELU_HD inline
+#endif
+// Unroll the next loop (each compiler's own pragma; none in nvcc's host
+// pass, whose front end knows neither).
+#if defined(__CUDA_ARCH__)
+#define GELU_UNROLL _Pragma("unroll")
+#elif defined(__CUDACC__)
+#define GELU_UNROLL
+#else
 #define GELU_UNROLL _Pragma("GCC unroll 8")
 #endif
 
