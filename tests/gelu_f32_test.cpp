@@ -100,7 +100,7 @@ const std::vector<float>& inputs() {
     constexpr uint32_t kSpread = 4'000'000;
     for (uint32_t i = 0; i < kSpread; ++i)
       v.push_back(f32_from_bits(uint32_t(uint64_t(i) * 0xFFFFFFFFu / kSpread) ^
-                                     ((i * 0x9E3779B1u) >> 20)));
+                                ((i * 0x9E3779B1u) >> 20)));
     std::mt19937 rng(20261206);
     std::normal_distribution<float> n01(0.0f, 1.0f);
     for (int i = 0; i < 2'500'000; ++i) v.push_back(n01(rng));
@@ -157,9 +157,10 @@ void check_form() {
         if (!(ev <= worst_v)) worst_v = std::isnan(ev) ? INFINITY : ev, at_v = x[i];
         if (!(eg <= worst_g)) worst_g = std::isnan(eg) ? INFINITY : eg, at_g = x[i];
       }
-      std::printf("[ gelu_f32 ] %-5s %2d intervals: value %.3f ulp (x=%a), grad %.3f "
-                  "ulp (x=%a)\n",
-                  form_name(F), c == 0 ? 16 : 8, worst_v, at_v, worst_g, at_g);
+      std::printf(
+          "[ gelu_f32 ] %-5s %2d intervals: value %.3f ulp (x=%a), grad %.3f "
+          "ulp (x=%a)\n",
+          form_name(F), c == 0 ? 16 : 8, worst_v, at_v, worst_g, at_g);
       EXPECT_LE(worst_v, 2.0) << form_name(F) << " value at x = " << at_v;
       EXPECT_LE(worst_g, 2.0) << form_name(F) << " grad at x = " << at_g;
     }
@@ -181,7 +182,8 @@ void check_form() {
     uint64_t differ = 0, tail_differ = 0;
     float first = 0;
     for (size_t i = 0; i < x.size(); ++i) {
-      const bool sv_same = same_bits(sv[c][i], tv[i]), sg_same = same_bits(sg[c][i], tg[i]);
+      const bool sv_same = same_bits(sv[c][i], tv[i]),
+                 sg_same = same_bits(sg[c][i], tg[i]);
       if (sv_same && sg_same) continue;
       const bool erf_tail = F == Approx::none && std::fabs(x[i]) >= tail_start &&
                             std::isfinite(x[i]);
@@ -192,13 +194,14 @@ void check_form() {
       }
       if (differ++ == 0) first = x[i];
     }
-    std::printf("[ gelu_f32 ] %-5s%s vs %s (%d intervals): %llu differ, %llu by one "
-                "ulp in the erf tail, of %zu\n",
-                form_name(F), kHalf ? " (bf16/f16 core)" : "", target.name, kn,
-                static_cast<unsigned long long>(differ),
-                static_cast<unsigned long long>(tail_differ), x.size());
-    EXPECT_EQ(differ, 0u) << form_name(F) << " on " << target.name << ": first at x = "
-                          << std::hexfloat << first;
+    std::printf(
+        "[ gelu_f32 ] %-5s%s vs %s (%d intervals): %llu differ, %llu by one "
+        "ulp in the erf tail, of %zu\n",
+        form_name(F), kHalf ? " (bf16/f16 core)" : "", target.name, kn,
+        static_cast<unsigned long long>(differ),
+        static_cast<unsigned long long>(tail_differ), x.size());
+    EXPECT_EQ(differ, 0u) << form_name(F) << " on " << target.name
+                          << ": first at x = " << std::hexfloat << first;
   }
   set_simd_target(before);
   if (compared == 0) std::printf("[ gelu_f32 ] no FMA target on this CPU to compare\n");
