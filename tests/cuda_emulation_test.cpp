@@ -44,7 +44,8 @@ template <class T>
 struct Buf {
   std::vector<uint8_t> raw;
   size_t offset = 0, n = 0;
-  Buf(size_t count, size_t off) : raw(count * sizeof(T) + off + 128, kPoison), offset(off), n(count) {}
+  Buf(size_t count, size_t off)
+      : raw(count * sizeof(T) + off + 128, kPoison), offset(off), n(count) {}
   T* data() {
     const uintptr_t base = reinterpret_cast<uintptr_t>(raw.data());
     const uintptr_t aligned = (base + 63) & ~uintptr_t{63};
@@ -84,9 +85,10 @@ struct Case {
 
 std::string describe(const Case& c) {
   const char* k[] = {"forward", "backward", "geglu_forward", "geglu_backward"};
-  return std::string(k[int(c.kind)]) + (c.column ? " (bias)" : "") + " " + std::to_string(c.rows) + "x" +
-         std::to_string(c.cols) + " offsets " + std::to_string(c.off_in) + "/" +
-         std::to_string(c.off_out) + (c.in_place ? " in place" : "");
+  return std::string(k[int(c.kind)]) + (c.column ? " (bias)" : "") + " " +
+         std::to_string(c.rows) + "x" + std::to_string(c.cols) + " offsets " +
+         std::to_string(c.off_in) + "/" + std::to_string(c.off_out) +
+         (c.in_place ? " in place" : "");
 }
 
 template <Approx F, DType D, Kind K, bool kAdd, bool kValue, bool kDbias>
@@ -169,10 +171,12 @@ void check_case(const Case& c, std::mt19937& rng) {
   std::string first;
   const auto expect = [&](const char* what, T got, float want, int64_t r, int64_t col) {
     const T w = E::store(want);
-    if (std::memcmp(&got, &w, sizeof(T)) != 0 && !(std::isnan(E::load(got)) && std::isnan(want))) {
+    if (std::memcmp(&got, &w, sizeof(T)) != 0 &&
+        !(std::isnan(E::load(got)) && std::isnan(want))) {
       if (bad++ == 0)
-        first = std::string(what) + " at (" + std::to_string(r) + ", " + std::to_string(col) +
-                "): got " + std::to_string(E::load(got)) + ", want " + std::to_string(want);
+        first = std::string(what) + " at (" + std::to_string(r) + ", " +
+                std::to_string(col) + "): got " + std::to_string(E::load(got)) +
+                ", want " + std::to_string(want);
     }
   };
   for (int64_t r = 0; r < rows; ++r) {
@@ -226,17 +230,20 @@ void check_case(const Case& c, std::mt19937& rng) {
         double block = 0;
         for (int64_t y = 0; y < ty; ++y) {
           double lane = 0;
-          for (int64_t r = b * ty + y; r < rows; r += L) lane += double(dx32[size_t(r * cols + col)]);
+          for (int64_t r = b * ty + y; r < rows; r += L)
+            lane += double(dx32[size_t(r * cols + col)]);
           block = y == 0 ? lane : block + lane;
         }
-        ASSERT_TRUE(same(float(partial[size_t(b * cols + col)]), float(block)) &&
-                    (partial[size_t(b * cols + col)] == block ||
-                     (std::isnan(block) && std::isnan(partial[size_t(b * cols + col)]))))
+        ASSERT_TRUE(
+            same(float(partial[size_t(b * cols + col)]), float(block)) &&
+            (partial[size_t(b * cols + col)] == block ||
+             (std::isnan(block) && std::isnan(partial[size_t(b * cols + col)]))))
             << describe(c) << " partial of block " << b << ", column " << col;
         total += block;
       }
       for (int64_t r = 0; r < rows; ++r) {
-        const double s = double(E::load(x0[size_t(r * sx + col)]) + E::load(addp[size_t(col)]));
+        const double s = double(E::load(x0[size_t(r * sx + col)]) +
+                                E::load(addp[size_t(col)]));
         const double d = E::load(dyp[size_t(r * cols + col)]);
         const ref::GradTerms t = ref::gelu_bwd_terms(F, s);
         exact += d * (t.t1 + t.t2);
@@ -257,14 +264,16 @@ void check_case(const Case& c, std::mt19937& rng) {
     da.partial_rows = gy;
     da.cols = cols;
     da.dbias = dbias.data();
-    cuda::body::emulate<cuda::body::DbiasSum<D>>(cuda::body::plan_dbias_sum(cols), da, 0);
+    cuda::body::emulate<cuda::body::DbiasSum<D>>(cuda::body::plan_dbias_sum(cols), da,
+                                                 0);
     for (int64_t col = 0; col < cols; ++col) {
       double s = 0;
       for (int64_t b = 0; b < gy; ++b) s += partial[size_t(b * cols + col)];
       typename Elem<D>::T want;
       cuda::storage::Storage<D>::store(&want, 0, s, cuda::storage::kSumBand);
       const T got = dbias.get(size_t(col));
-      EXPECT_EQ(std::memcmp(&got, &want, sizeof(T)), 0) << describe(c) << " dbias " << col;
+      EXPECT_EQ(std::memcmp(&got, &want, sizeof(T)), 0)
+          << describe(c) << " dbias " << col;
     }
   }
 }
@@ -276,8 +285,8 @@ struct Shape {
 // Every shape x offset x in-place combination of one configuration.
 template <Approx F, DType D, Kind K, bool kAdd, bool kValue, bool kDbias>
 void check_config(bool column, std::mt19937& rng) {
-  const Shape shapes[] = {{1, 1},  {1, 37},  {3, 1},   {5, 33},   {4, 64},
-                          {3, 1000}, {2, 4104}, {0, 8},  {300, 3}, {513, 1}};
+  const Shape shapes[] = {{1, 1},    {1, 37},   {3, 1}, {5, 33},  {4, 64},
+                          {3, 1000}, {2, 4104}, {0, 8}, {300, 3}, {513, 1}};
   const size_t e = sizeof(typename Elem<D>::T);
   std::vector<std::pair<size_t, size_t>> offsets = {{0, 0}, {4, 4}, {8, 8}, {0, 4}};
   if (e == 2) {
@@ -337,7 +346,8 @@ TEST(CudaEmulation, IndicesPast2To31) {
     unsigned block_x, block_y;
   };
   std::mt19937 rng(31);
-  for (const Window& win : {Window{1, kBig + 4096, kBig - 8, 0, 0}, Window{2, kBig, kBig, 0, 1}}) {
+  for (const Window& win :
+       {Window{1, kBig + 4096, kBig - 8, 0, 0}, Window{2, kBig, kBig, 0, 1}}) {
     constexpr int64_t kLen = 4096;
     std::vector<float> x(kLen), b(kLen), dy(kLen), dx(kLen, -7.0f), y(kLen, -7.0f);
     std::normal_distribution<float> n(0.0f, 3.0f);
@@ -366,7 +376,8 @@ TEST(CudaEmulation, IndicesPast2To31) {
     g.tail = p.tail;
     // The block whose first vector is the window's first.
     const int64_t col0 = win.start - (win.rows > 1 ? win.start : 0);
-    const unsigned bx = unsigned(col0 / (int64_t{cuda::body::kElemsPerThread} * p.launch.block.x));
+    const unsigned bx = unsigned(
+        col0 / (int64_t{cuda::body::kElemsPerThread} * p.launch.block.x));
     ASSERT_EQ(int64_t(bx) * cuda::body::kElemsPerThread * p.launch.block.x, col0);
     ASSERT_LT(bx, p.launch.grid.x);
     cuda::body::emulate<Body>(p.launch, g, 0, [&](cuda::body::Dim blk) {
@@ -374,10 +385,11 @@ TEST(CudaEmulation, IndicesPast2To31) {
     });
     for (int64_t i = 0; i < kLen; ++i) {
       float o, o2, v;
-      cuda::body::compute<Approx::none, false, Kind::backward, true>(x[i] + b[i], 0.0f, dy[i],
-                                                                     o, o2, v);
+      cuda::body::compute<Approx::none, false, Kind::backward, true>(x[i] + b[i], 0.0f,
+                                                                     dy[i], o, o2, v);
       ASSERT_TRUE(same(dx[i], o) && same(y[i], v))
-          << "window at " << win.start << ", element " << i << ": dx " << dx[i] << " vs " << o;
+          << "window at " << win.start << ", element " << i << ": dx " << dx[i]
+          << " vs " << o;
     }
   }
 }
@@ -385,10 +397,13 @@ TEST(CudaEmulation, IndicesPast2To31) {
 // dbias's order depends on the shape only: the same inputs at other
 // offsets (the element path instead of 16-byte vectors) give the same bits.
 TEST(CudaEmulation, DbiasDoesNotDependOnAlignment) {
-  using Vec = cuda::body::Eltwise<Approx::tanh, DType::f32, Kind::backward, true, false, true, 4>;
-  using One = cuda::body::Eltwise<Approx::tanh, DType::f32, Kind::backward, true, false, true, 1>;
+  using Vec = cuda::body::Eltwise<Approx::tanh, DType::f32, Kind::backward, true, false,
+                                  true, 4>;
+  using One = cuda::body::Eltwise<Approx::tanh, DType::f32, Kind::backward, true, false,
+                                  true, 1>;
   std::mt19937 rng(5);
-  for (const Shape s : {Shape{1000, 24}, Shape{4099, 1}, Shape{7, 4096}, Shape{70000, 8}}) {
+  for (const Shape s :
+       {Shape{1000, 24}, Shape{4099, 1}, Shape{7, 4096}, Shape{70000, 8}}) {
     std::vector<double> sums[2];
     const uint32_t seed = rng();
     for (int k = 0; k < 2; ++k) {
@@ -417,12 +432,14 @@ TEST(CudaEmulation, DbiasDoesNotDependOnAlignment) {
       g.tail = p.tail;
       sums[k].assign(size_t(p.launch.grid.y * s.cols), 0.0);
       g.partial = sums[k].data();
-      const size_t shared = size_t(cuda::body::kBlockThreads) * cuda::body::kElemsPerThread;
+      const size_t shared = size_t(cuda::body::kBlockThreads) *
+                            cuda::body::kElemsPerThread;
       if (p.vec) cuda::body::emulate<Vec>(p.launch, g, shared);
       else cuda::body::emulate<One>(p.launch, g, shared);
     }
     ASSERT_EQ(sums[0].size(), sums[1].size());
-    EXPECT_EQ(std::memcmp(sums[0].data(), sums[1].data(), sums[0].size() * sizeof(double)), 0)
+    EXPECT_EQ(
+        std::memcmp(sums[0].data(), sums[1].data(), sums[0].size() * sizeof(double)), 0)
         << s.rows << "x" << s.cols;
   }
 }

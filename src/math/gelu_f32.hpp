@@ -118,11 +118,11 @@ static __device__ const Table<5, 16> kQuickGradHalf = table_of(cf::kQuickGradBf1
 #define GELU_TABLE(host, dev) (&cf::host[0][0])
 #endif
 
-GELU_HD float lookup(const float* row, int k) {
+GELU_HD float lookup(const float* p, int i) {
 #if defined(__CUDA_ARCH__)
-  return __ldg(row + k);
+  return __ldg(p + i);
 #else
-  return row[k];
+  return p[i];
 #endif
 }
 
@@ -267,25 +267,26 @@ GELU_HD void core(float t, float& v, float& g) {
   float r = fma_rn(-sub_rn(km, kTwoPow23), kWidth, t);
   const int k = int(bits_of(km) & uint32_t(kN - 1));
   if constexpr (kN == 8) r = sub_rn(r, C::shift()[k]);
-  const float* tv = C::v();
-  const float* tg = C::g();
+  // Row j of interval k at tv[j * kN]: one address, then constant offsets.
+  const float* tv = C::v() + k;
+  const float* tg = C::g() + k;
   constexpr int kC1 = C::kLo ? 2 : 1;  // row of c1; c_j is row j + kC1 - 1
   constexpr int kDeg = C::kDeg;
-  float pv = fma_rn(lookup(tv + (kDeg + kC1 - 1) * kN, k), r,
-                    lookup(tv + (kDeg + kC1 - 2) * kN, k));
-  float pg = fma_rn(lookup(tg + (kDeg + kC1 - 1) * kN, k), r,
-                    lookup(tg + (kDeg + kC1 - 2) * kN, k));
+  float pv = fma_rn(lookup(tv, (kDeg + kC1 - 1) * kN), r,
+                    lookup(tv, (kDeg + kC1 - 2) * kN));
+  float pg = fma_rn(lookup(tg, (kDeg + kC1 - 1) * kN), r,
+                    lookup(tg, (kDeg + kC1 - 2) * kN));
   GELU_UNROLL
   for (int j = kDeg - 2; j >= 1; --j) {
-    pv = fma_rn(pv, r, lookup(tv + (j + kC1 - 1) * kN, k));
-    pg = fma_rn(pg, r, lookup(tg + (j + kC1 - 1) * kN, k));
+    pv = fma_rn(pv, r, lookup(tv, (j + kC1 - 1) * kN));
+    pg = fma_rn(pg, r, lookup(tg, (j + kC1 - 1) * kN));
   }
   if constexpr (C::kLo) {
-    v = add_rn(lookup(tv, k), fma_rn(pv, r, lookup(tv + kN, k)));
-    g = add_rn(lookup(tg, k), fma_rn(pg, r, lookup(tg + kN, k)));
+    v = add_rn(lookup(tv, 0), fma_rn(pv, r, lookup(tv, kN)));
+    g = add_rn(lookup(tg, 0), fma_rn(pg, r, lookup(tg, kN)));
   } else {
-    v = fma_rn(pv, r, lookup(tv, k));
-    g = fma_rn(pg, r, lookup(tg, k));
+    v = fma_rn(pv, r, lookup(tv, 0));
+    g = fma_rn(pg, r, lookup(tg, 0));
   }
 }
 
@@ -366,18 +367,23 @@ GELU_HD void quick_tail(float t, float& vs, float& gs) {
 }
 
 // ---------------------------------------------------------------------------
+// Where the tail takes over: |x| >= this, inf and NaN.
+template <int kN = 16>
+inline constexpr float kTailStart = (kN - 0.5f) * (4.0f / kN);
+
 // gelu(x) and gelu'(x) of form F. kHalf: results to be rounded to bf16/f16.
-template <Approx F, bool kHalf = false, int kN = 16>
+// kCoreOnly: the caller has checked |x| < kTailStart<kN> (no branch here).
+template <Approx F, bool kHalf = false, int kN = 16, bool kCoreOnly = false>
 GELU_HD void value_and_grad(float x, float& value, float& grad) {
   const float t = fabsf(x);
-  constexpr float kTailStart = (kN - 0.5f) * (4.0f / kN);
-  if (t < kTailStart) {  // false for NaN
+  if (kCoreOnly || t < kTailStart<kN>) {  // false for NaN
     float v, g;
     core<Core<F, kHalf, kN>, kN>(t, v, g);
     value = sub_rn(x > 0.0f ? x : 0.0f, v);
     grad = x < 0.0f ? g : sub_rn(1.0f, g);
     return;
   }
+  if constexpr (kCoreOnly) return;
   // Tail, inf or NaN (NaN runs through and comes out NaN).
   const float tt = kTmax<F> < t ? kTmax<F> : t;
   float vs, gs;
@@ -392,17 +398,17 @@ GELU_HD void value_and_grad(float x, float& value, float& grad) {
   grad = x < 0.0f ? fma_rn(-gs, kTwoPowM64, -0.0f) : fma_rn(gs, kTwoPowM64, 1.0f);
 }
 
-template <Approx F, bool kHalf = false, int kN = 16>
+template <Approx F, bool kHalf = false, int kN = 16, bool kCoreOnly = false>
 GELU_HD float value(float x) {
   float v, g;
-  value_and_grad<F, kHalf, kN>(x, v, g);
+  value_and_grad<F, kHalf, kN, kCoreOnly>(x, v, g);
   return v;
 }
 
-template <Approx F, bool kHalf = false, int kN = 16>
+template <Approx F, bool kHalf = false, int kN = 16, bool kCoreOnly = false>
 GELU_HD float grad(float x) {
   float v, g;
-  value_and_grad<F, kHalf, kN>(x, v, g);
+  value_and_grad<F, kHalf, kN, kCoreOnly>(x, v, g);
   return g;
 }
 

@@ -12,10 +12,13 @@
 // pass, whose front end knows neither).
 #if defined(__CUDA_ARCH__)
 #define GELU_UNROLL _Pragma("unroll")
+#define GELU_NO_UNROLL _Pragma("unroll 1")
 #elif defined(__CUDACC__)
 #define GELU_UNROLL
+#define GELU_NO_UNROLL
 #else
 #define GELU_UNROLL _Pragma("GCC unroll 8")
+#define GELU_NO_UNROLL
 #endif
 
 #include <stdint.h>

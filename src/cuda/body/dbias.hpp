@@ -31,7 +31,8 @@ struct DbiasSum {
   GELU_HD static void phase0(const Where& w, const DbiasArgs& g, double*) {
     using S = storage::Storage<D>;
     const int64_t step = int64_t(w.grid.x) * w.size.x;
-    for (int64_t c = int64_t(w.block.x) * w.size.x + w.thread.x; c < g.cols; c += step) {
+    for (int64_t c = int64_t(w.block.x) * w.size.x + w.thread.x; c < g.cols;
+         c += step) {
       double s = 0.0;
       for (int64_t b = 0; b < g.partial_rows; ++b) s += g.partial[b * g.cols + c];
       S::store(static_cast<typename S::T*>(g.dbias), c, s, storage::kSumBand);

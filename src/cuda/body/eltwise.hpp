@@ -96,7 +96,8 @@ inline EltwisePlan plan_eltwise(int64_t rows, int64_t cols, int elem_size,
                                 const Arrays& arrays, bool dbias) {
   EltwisePlan p;
   const int vec = 16 / elem_size;
-  const void* ptrs[6] = {arrays.x, arrays.x2, arrays.dy, arrays.out, arrays.out2, arrays.val};
+  const void* ptrs[6] = {arrays.x,   arrays.x2,   arrays.dy,
+                         arrays.out, arrays.out2, arrays.val};
   const int64_t strides[6] = {arrays.sx,   arrays.sx2,   arrays.sdy,
                               arrays.sout, arrays.sout2, arrays.sval};
   int misalign = -1;
@@ -120,8 +121,8 @@ inline EltwisePlan plan_eltwise(int64_t rows, int64_t cols, int elem_size,
   }
   // Threads along a row: enough for the row's work, a power of 2 <= 256.
   const int per_thread_vectors = p.vec ? kElemsPerThread / vec : kElemsPerThread;
-  const uint64_t row_threads =
-      (uint64_t((cols + kElemsPerThread - 1) / kElemsPerThread));  // same in both modes
+  const uint64_t row_threads = (uint64_t((cols + kElemsPerThread - 1) /
+                                         kElemsPerThread));  // same in both modes
   unsigned tx = pow2_ceil(row_threads > 0 ? row_threads : 1);
   if (tx > kBlockThreads) tx = kBlockThreads;
   unsigned ty = kBlockThreads / tx;
@@ -147,7 +148,8 @@ inline EltwisePlan plan_eltwise(int64_t rows, int64_t cols, int elem_size,
 inline int64_t dbias_partial_rows(int64_t rows, int64_t cols) {
   const uint64_t lanes = dbias_lanes(rows, cols);
   const uint64_t tx = [&] {
-    const uint64_t t = pow2_ceil(uint64_t((cols + kElemsPerThread - 1) / kElemsPerThread));
+    const uint64_t t = pow2_ceil(
+        uint64_t((cols + kElemsPerThread - 1) / kElemsPerThread));
     return t < kBlockThreads ? t : uint64_t{kBlockThreads};
   }();
   const uint64_t ty = kBlockThreads / tx < lanes ? kBlockThreads / tx : lanes;
@@ -155,18 +157,19 @@ inline int64_t dbias_partial_rows(int64_t rows, int64_t cols) {
 }
 
 // ---------------------------------------------------------------------------
-// The per-element math, x already the pre-activation.
-template <Approx F, bool kHalf, Kind K, bool kValue>
+// The per-element math, x already the pre-activation. kCore: the caller
+// has checked that x is in the core (math::kTailStart).
+template <Approx F, bool kHalf, Kind K, bool kValue, bool kCore = false>
 GELU_HD void compute(float x, float x2, float dy, float& out, float& out2, float& val) {
   using ::gelu::math::fma_rn;
   using ::gelu::math::mul_rn;
   if constexpr (K == Kind::forward) {
-    out = ::gelu::math::value<F, kHalf>(x);
+    out = ::gelu::math::value<F, kHalf, 16, kCore>(x);
   } else if constexpr (K == Kind::geglu_forward) {
-    out = fma_rn(::gelu::math::value<F, kHalf>(x), x2, -0.0f);
+    out = fma_rn(::gelu::math::value<F, kHalf, 16, kCore>(x), x2, -0.0f);
   } else if constexpr (K == Kind::geglu_backward) {
     float v, g;
-    ::gelu::math::value_and_grad<F, kHalf>(x, v, g);
+    ::gelu::math::value_and_grad<F, kHalf, 16, kCore>(x, v, g);
     // dy * x2 * g rounded once (but for a second-order term), as the CPU.
     const float p = mul_rn(dy, x2);
     const float pa = p < 0.0f ? -p : p;
@@ -176,7 +179,7 @@ GELU_HD void compute(float x, float x2, float dy, float& out, float& out2, float
     if constexpr (kValue) val = fma_rn(v, x2, -0.0f);
   } else {
     float v, g;
-    ::gelu::math::value_and_grad<F, kHalf>(x, v, g);
+    ::gelu::math::value_and_grad<F, kHalf, 16, kCore>(x, v, g);
     out = fma_rn(dy, g, -0.0f);
     if constexpr (kValue) val = v;
   }
@@ -199,27 +202,57 @@ struct Eltwise {
   static constexpr int kSharedDoubles = kDbias ? kBlockThreads * kElemsPerThread : 0;
   static constexpr bool kPhase1 = kDbias;
 
-  // n elements (kVec or 1) at column c of row r; acc: dbias sums.
+  // The inputs of n elements (kVec or 1) at column c of row r.
   template <int kN>
-  GELU_HD static void run(const EltwiseArgs& g, int64_t r, int64_t c, double* acc) {
+  struct In {
+    float x[kN], x2[kN], dy[kN];
+  };
+  template <int kN>
+  GELU_HD static void load(const EltwiseArgs& g, int64_t r, int64_t c, In<kN>& in) {
     const Arrays& a = g.a;
-    float x[kN], x2[kN], dy[kN], out[kN], out2[kN], val[kN];
-    load_elems<D, kN>(static_cast<const T*>(a.x) + r * a.sx + c, x);
+    load_elems<D, kN>(static_cast<const T*>(a.x) + r * a.sx + c, in.x);
     if constexpr (kAdd || kGated)
-      load_elems<D, kN>(static_cast<const T*>(a.x2) + r * a.sx2 + c, x2);
+      load_elems<D, kN>(static_cast<const T*>(a.x2) + r * a.sx2 + c, in.x2);
     if constexpr (kBackward)
-      load_elems<D, kN>(static_cast<const T*>(a.dy) + r * a.sdy + c, dy);
+      load_elems<D, kN>(static_cast<const T*>(a.dy) + r * a.sdy + c, in.dy);
+  }
+
+  // Their results, stored; acc: dbias sums.
+  template <int kN>
+  GELU_HD static void finish(const EltwiseArgs& g, int64_t r, int64_t c, In<kN>& in,
+                             double* acc) {
+    const Arrays& a = g.a;
+    float out[kN], out2[kN], val[kN];
+    bool core = true;  // every element in the core: one branch, not one each
     for (int i = 0; i < kN; ++i) {
-      if constexpr (kAdd) x[i] = ::gelu::math::add_rn(x[i], x2[i]);
-      compute<F, kHalf, K, kValue>(x[i], kGated ? x2[i] : 0.0f, kBackward ? dy[i] : 0.0f,
-                                   out[i], out2[i], val[i]);
-      if constexpr (kDbias) acc[i] += double(out[i]);
+      if constexpr (kAdd) in.x[i] = ::gelu::math::add_rn(in.x[i], in.x2[i]);
+      core = core && fabsf(in.x[i]) < ::gelu::math::kTailStart<>;
     }
+    const auto x2 = [&](int i) { return kGated ? in.x2[i] : 0.0f; };
+    const auto dy = [&](int i) { return kBackward ? in.dy[i] : 0.0f; };
+    if (core) {
+      for (int i = 0; i < kN; ++i)
+        compute<F, kHalf, K, kValue, true>(in.x[i], x2(i), dy(i), out[i], out2[i],
+                                           val[i]);
+    } else {
+      for (int i = 0; i < kN; ++i)
+        compute<F, kHalf, K, kValue>(in.x[i], x2(i), dy(i), out[i], out2[i], val[i]);
+    }
+    if constexpr (kDbias)
+      for (int i = 0; i < kN; ++i) acc[i] += double(out[i]);
     store_elems<D, kN>(static_cast<T*>(a.out) + r * a.sout + c, out);
     if constexpr (K == Kind::geglu_backward)
       store_elems<D, kN>(static_cast<T*>(a.out2) + r * a.sout2 + c, out2);
     if constexpr (kValue)
-      if (a.val != nullptr) store_elems<D, kN>(static_cast<T*>(a.val) + r * a.sval + c, val);
+      if (a.val != nullptr)
+        store_elems<D, kN>(static_cast<T*>(a.val) + r * a.sval + c, val);
+  }
+
+  template <int kN>
+  GELU_HD static void run(const EltwiseArgs& g, int64_t r, int64_t c, double* acc) {
+    In<kN> in;
+    load<kN>(g, r, c, in);
+    finish<kN>(g, r, c, in, acc);
   }
 
   // Phase 0: every element of this thread; with kDbias, its sums to
@@ -231,13 +264,18 @@ struct Eltwise {
         for (int v = 0; v < kVec; ++v) acc[u][v] = 0.0;
     const int64_t row_step = int64_t(w.grid.y) * w.size.y;
     const int64_t first_vector = int64_t(w.block.x) * kUnits * w.size.x + w.thread.x;
-    for (int64_t r = int64_t(w.block.y) * w.size.y + w.thread.y; r < g.rows; r += row_step) {
+    for (int64_t r = int64_t(w.block.y) * w.size.y + w.thread.y; r < g.rows;
+         r += row_step) {
+      // One unit at a time, not unrolled: the math's rare tail path, inlined
+      // once per unit, would take the registers that keep threads resident.
+      GELU_NO_UNROLL
       for (int u = 0; u < kUnits; ++u) {
         const int64_t j = first_vector + int64_t(u) * w.size.x;
         if (j < g.vectors) run<kVec>(g, r, g.head + j * kVec, acc[u]);
       }
       if (w.block.x == 0) {  // the row's single elements at either end
-        for (int64_t e = w.thread.x; e < g.head; e += w.size.x) run<1>(g, r, e, nullptr);
+        for (int64_t e = w.thread.x; e < g.head; e += w.size.x)
+          run<1>(g, r, e, nullptr);
         for (int64_t e = w.thread.x; e < g.tail; e += w.size.x)
           run<1>(g, r, g.head + g.vectors * kVec + e, nullptr);
       }
@@ -253,7 +291,8 @@ struct Eltwise {
 
   // Phase 1 (kDbias, after a barrier): the block's lanes added in order,
   // to partial[grid row][column].
-  GELU_HD static void phase1(const Where& w, const EltwiseArgs& g, const double* shared) {
+  GELU_HD static void phase1(const Where& w, const EltwiseArgs& g,
+                             const double* shared) {
     if constexpr (kDbias) {
       const int64_t tile = int64_t(kUnits) * w.size.x * kVec;
       const int64_t col0 = int64_t(w.block.x) * tile;

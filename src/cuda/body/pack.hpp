@@ -26,7 +26,8 @@ using ::gelu::math::float_from_bits;
 
 GELU_HD float boundary_to_finite(float v, float boundary, float largest) {
   const float a = v < 0.0f ? -v : v;
-  if (a >= boundary && a < boundary * (1.0f + 0x1p-16f)) return v < 0.0f ? -largest : largest;
+  if (a >= boundary && a < boundary * (1.0f + 0x1p-16f))
+    return v < 0.0f ? -largest : largest;
   return v;
 }
 
@@ -119,12 +120,25 @@ GELU_HD void store_elems(typename Elem<D>::T* p, const float (&in)[kN]) {
   if constexpr (kN == 1) {
     p[0] = Elem<D>::store(in[0]);
   } else {
-    T v[kN];
-    for (int i = 0; i < kN; ++i) v[i] = Elem<D>::store(in[i]);
+    // The vector's four 32-bit words, built in registers (a local array
+    // would be copied out word by word).
+    uint32_t w[4];
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (sizeof(T) == 4) {
+        w[i] = bits_of(in[i]);
+      } else {
+        w[i] = uint32_t(Elem<D>::store(in[2 * i])) |
+               (uint32_t(Elem<D>::store(in[2 * i + 1])) << 16);
+      }
+    }
 #if defined(__CUDA_ARCH__)
-    *reinterpret_cast<uint4*>(p) = *reinterpret_cast<const uint4*>(v);
+    // One 16-byte store (the compiler splits a uint4 assignment here into
+    // four, not seeing the alignment plan_eltwise guarantees).
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]),
+                 "r"(w[1]), "r"(w[2]), "r"(w[3])
+                 : "memory");
 #else
-    memcpy(p, v, 16);
+    memcpy(p, w, 16);
 #endif
   }
 }
