@@ -186,7 +186,8 @@ void check_case(const Case& c, std::mt19937& rng) {
       if (kAdd) xv = xv + E::load(addp[size_t(column ? col : r * cols + col)]);
       const float dyv = kBackward ? E::load(dyp[size_t(r * cols + col)]) : 0.0f;
       float o = 0, o2 = 0, v = 0;
-      cuda::body::compute<F, kHalf, K, kValue>(xv, x2v, dyv, o, o2, v);
+      cuda::body::compute<F, kHalf, K, kValue, false, sizeof(T) == 2>(xv, x2v, dyv, o,
+                                                                      o2, v);
       dx32[size_t(r * cols + col)] = o;
       const int64_t so = kGated && kBackward ? sx : cols;
       T got;

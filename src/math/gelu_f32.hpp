@@ -118,6 +118,17 @@ static __device__ const Table<5, 16> kQuickGradHalf = table_of(cf::kQuickGradBf1
 #define GELU_TABLE(host, dev) (&cf::host[0][0])
 #endif
 
+// p as the compiler cannot see through: on the GPU, loads at p + constant
+// then use one address register and immediate offsets (otherwise the
+// compiler folds the interval into each row's offset and builds a 64-bit
+// address per row).
+GELU_HD const float* opaque(const float* p) {
+#if defined(__CUDA_ARCH__)
+  asm("mov.b64 %0, %0;" : "+l"(p));
+#endif
+  return p;
+}
+
 GELU_HD float lookup(const float* p, int i) {
 #if defined(__CUDA_ARCH__)
   return __ldg(p + i);
@@ -268,8 +279,8 @@ GELU_HD void core(float t, float& v, float& g) {
   const int k = int(bits_of(km) & uint32_t(kN - 1));
   if constexpr (kN == 8) r = sub_rn(r, C::shift()[k]);
   // Row j of interval k at tv[j * kN]: one address, then constant offsets.
-  const float* tv = C::v() + k;
-  const float* tg = C::g() + k;
+  const float* tv = opaque(C::v() + k);
+  const float* tg = opaque(C::g() + k);
   constexpr int kC1 = C::kLo ? 2 : 1;  // row of c1; c_j is row j + kC1 - 1
   constexpr int kDeg = C::kDeg;
   float pv = fma_rn(lookup(tv, (kDeg + kC1 - 1) * kN), r,

@@ -159,7 +159,8 @@ inline int64_t dbias_partial_rows(int64_t rows, int64_t cols) {
 // ---------------------------------------------------------------------------
 // The per-element math, x already the pre-activation. kCore: the caller
 // has checked that x is in the core (math::kTailStart).
-template <Approx F, bool kHalf, Kind K, bool kValue, bool kCore = false>
+template <Approx F, bool kHalf, Kind K, bool kValue, bool kCore = false,
+          bool kHalfValue = kHalf>
 GELU_HD void compute(float x, float x2, float dy, float& out, float& out2, float& val) {
   using ::gelu::math::fma_rn;
   using ::gelu::math::mul_rn;
@@ -177,6 +178,11 @@ GELU_HD void compute(float x, float x2, float dy, float& out, float& out2, float
     out = fma_rn(p, g, fma_rn(e, g, -0.0f));
     out2 = fma_rn(dy, v, -0.0f);
     if constexpr (kValue) val = fma_rn(v, x2, -0.0f);
+  } else if constexpr (kValue && kHalfValue && !kHalf) {
+    // dx feeds dbias (the f32 core) but y is rounded to 16 bits: y from
+    // the cheaper core (fewer table reads; within y's 1-ulp contract).
+    out = fma_rn(dy, ::gelu::math::grad<F, false, 16, kCore>(x), -0.0f);
+    val = ::gelu::math::value<F, true, 16, kCore>(x);
   } else {
     float v, g;
     ::gelu::math::value_and_grad<F, kHalf, 16, kCore>(x, v, g);
@@ -198,30 +204,45 @@ struct Eltwise {
   // The bf16/f16 core where results are rounded to 16 bits, except when dx
   // feeds dbias (its bound is relative to the f32 dx), as the CPU.
   static constexpr bool kHalf = sizeof(T) == 2 && !kDbias;
+  static constexpr bool kHalfValue = sizeof(T) == 2;  // y never feeds dbias
   // Shared memory (doubles) and whether phase 1 runs.
   static constexpr int kSharedDoubles = kDbias ? kBlockThreads * kElemsPerThread : 0;
   static constexpr bool kPhase1 = kDbias;
 
-  // The inputs of n elements (kVec or 1) at column c of row r.
+  // One row of every array (computed once a row, not once a vector).
+  struct Row {
+    const T *x, *x2, *dy;
+    T *out, *out2, *val;
+  };
+  template <class P>
+  GELU_HD static P* at(P* p, int64_t offset) {  // no arithmetic on null
+    return p != nullptr ? p + offset : p;
+  }
+  GELU_HD static Row row_of(const Arrays& a, int64_t r) {
+    return Row{at(static_cast<const T*>(a.x), r * a.sx),
+               at(static_cast<const T*>(a.x2), r * a.sx2),
+               at(static_cast<const T*>(a.dy), r * a.sdy),
+               at(static_cast<T*>(a.out), r * a.sout),
+               at(static_cast<T*>(a.out2), r * a.sout2),
+               at(static_cast<T*>(a.val), r * a.sval)};
+  }
+
+  // The inputs of n elements (kVec or 1) at column c of a row.
   template <int kN>
   struct In {
     float x[kN], x2[kN], dy[kN];
   };
   template <int kN>
-  GELU_HD static void load(const EltwiseArgs& g, int64_t r, int64_t c, In<kN>& in) {
-    const Arrays& a = g.a;
-    load_elems<D, kN>(static_cast<const T*>(a.x) + r * a.sx + c, in.x);
+  GELU_HD static void load(const Row& a, int64_t c, In<kN>& in, bool x2 = true) {
+    load_elems<D, kN>(a.x + c, in.x);
     if constexpr (kAdd || kGated)
-      load_elems<D, kN>(static_cast<const T*>(a.x2) + r * a.sx2 + c, in.x2);
-    if constexpr (kBackward)
-      load_elems<D, kN>(static_cast<const T*>(a.dy) + r * a.sdy + c, in.dy);
+      if (x2) load_elems<D, kN>(a.x2 + c, in.x2);
+    if constexpr (kBackward) load_elems<D, kN>(a.dy + c, in.dy);
   }
 
   // Their results, stored; acc: dbias sums.
   template <int kN>
-  GELU_HD static void finish(const EltwiseArgs& g, int64_t r, int64_t c, In<kN>& in,
-                             double* acc) {
-    const Arrays& a = g.a;
+  GELU_HD static void finish(const Row& a, int64_t c, In<kN>& in, double* acc) {
     float out[kN], out2[kN], val[kN];
     bool core = true;  // every element in the core: one branch, not one each
     for (int i = 0; i < kN; ++i) {
@@ -232,60 +253,81 @@ struct Eltwise {
     const auto dy = [&](int i) { return kBackward ? in.dy[i] : 0.0f; };
     if (core) {
       for (int i = 0; i < kN; ++i)
-        compute<F, kHalf, K, kValue, true>(in.x[i], x2(i), dy(i), out[i], out2[i],
-                                           val[i]);
+        compute<F, kHalf, K, kValue, true, kHalfValue>(in.x[i], x2(i), dy(i), out[i],
+                                                       out2[i], val[i]);
     } else {
       for (int i = 0; i < kN; ++i)
-        compute<F, kHalf, K, kValue>(in.x[i], x2(i), dy(i), out[i], out2[i], val[i]);
+        compute<F, kHalf, K, kValue, false, kHalfValue>(in.x[i], x2(i), dy(i), out[i],
+                                                        out2[i], val[i]);
     }
     if constexpr (kDbias)
       for (int i = 0; i < kN; ++i) acc[i] += double(out[i]);
-    store_elems<D, kN>(static_cast<T*>(a.out) + r * a.sout + c, out);
-    if constexpr (K == Kind::geglu_backward)
-      store_elems<D, kN>(static_cast<T*>(a.out2) + r * a.sout2 + c, out2);
-    if constexpr (kValue)
-      if (a.val != nullptr)
-        store_elems<D, kN>(static_cast<T*>(a.val) + r * a.sval + c, val);
+    // gelu(x) of a stored x cannot pass the 16-bit overflow boundary.
+    constexpr bool kBoundary = !(K == Kind::forward && !kAdd);
+    store_elems<D, kN, kBoundary>(a.out + c, out);
+    if constexpr (K == Kind::geglu_backward) store_elems<D, kN>(a.out2 + c, out2);
+    if constexpr (kValue) store_elems<D, kN>(a.val + c, val);  // kValue: y is wanted
   }
 
   template <int kN>
-  GELU_HD static void run(const EltwiseArgs& g, int64_t r, int64_t c, double* acc) {
+  GELU_HD static void run(const Row& a, int64_t c, double* acc) {
     In<kN> in;
-    load<kN>(g, r, c, in);
-    finish<kN>(g, r, c, in, acc);
+    load<kN>(a, c, in);
+    finish<kN>(a, c, in, acc);
   }
 
   // Phase 0: every element of this thread; with kDbias, its sums to
   // shared[lane][tile column].
+  // The next row `step` rows down: only the arrays this body uses move.
+  GELU_HD static void advance(Row& row, const Arrays& a, int64_t step) {
+    row.x += step * a.sx;
+    if constexpr (kAdd || kGated) row.x2 += step * a.sx2;
+    if constexpr (kBackward) row.dy += step * a.sdy;
+    row.out += step * a.sout;
+    if constexpr (K == Kind::geglu_backward) row.out2 += step * a.sout2;
+    if constexpr (kValue) row.val += step * a.sval;
+  }
+
   GELU_HD static void phase0(const Where& w, const EltwiseArgs& g, double* shared) {
-    double acc[kUnits][kVec];
-    if constexpr (kDbias)
-      for (int u = 0; u < kUnits; ++u)
-        for (int v = 0; v < kVec; ++v) acc[u][v] = 0.0;
     const int64_t row_step = int64_t(w.grid.y) * w.size.y;
+    const int64_t first_row = int64_t(w.block.y) * w.size.y + w.thread.y;
     const int64_t first_vector = int64_t(w.block.x) * kUnits * w.size.x + w.thread.x;
-    for (int64_t r = int64_t(w.block.y) * w.size.y + w.thread.y; r < g.rows;
-         r += row_step) {
-      // One unit at a time, not unrolled: the math's rare tail path, inlined
-      // once per unit, would take the registers that keep threads resident.
-      GELU_NO_UNROLL
-      for (int u = 0; u < kUnits; ++u) {
-        const int64_t j = first_vector + int64_t(u) * w.size.x;
-        if (j < g.vectors) run<kVec>(g, r, g.head + j * kVec, acc[u]);
+    // A bias (an addend of row stride 0; always, with dbias) is the same
+    // for every row: read once a unit.
+    const bool column = kAdd && (kDbias || g.a.sx2 == 0);
+    // One unit (a column of vectors) at a time, down this thread's rows;
+    // not unrolled: the math's rare tail path, inlined once a unit, would
+    // take the registers that keep threads resident.
+    GELU_NO_UNROLL
+    for (int u = 0; u < kUnits; ++u) {
+      const int64_t j = first_vector + int64_t(u) * w.size.x;
+      double acc[kVec];
+      for (int v = 0; v < kVec; ++v) acc[v] = 0.0;
+      if (j < g.vectors && first_row < g.rows) {
+        const int64_t c = g.head + j * kVec;
+        Row row = row_of(g.a, first_row);
+        In<kVec> in{};
+        if (column) load_elems<D, kVec>(row.x2 + c, in.x2);
+        for (int64_t r = first_row; r < g.rows; r += row_step) {
+          load<kVec>(row, c, in, !column);
+          finish<kVec>(row, c, in, acc);
+          advance(row, g.a, row_step);
+        }
       }
-      if (w.block.x == 0) {  // the row's single elements at either end
-        for (int64_t e = w.thread.x; e < g.head; e += w.size.x)
-          run<1>(g, r, e, nullptr);
-        for (int64_t e = w.thread.x; e < g.tail; e += w.size.x)
-          run<1>(g, r, g.head + g.vectors * kVec + e, nullptr);
+      if constexpr (kDbias) {
+        // Tile column of (u, v): (u * tx + thread.x) * kVec + v.
+        double* lane = shared + int64_t(w.thread.y) * kUnits * w.size.x * kVec;
+        for (int v = 0; v < kVec; ++v)
+          lane[(int64_t(u) * w.size.x + w.thread.x) * kVec + v] = acc[v];
       }
     }
-    if constexpr (kDbias) {
-      // Tile column of (u, v): (u * tx + thread.x) * kVec + v.
-      double* lane = shared + int64_t(w.thread.y) * kUnits * w.size.x * kVec;
-      for (int u = 0; u < kUnits; ++u)
-        for (int v = 0; v < kVec; ++v)
-          lane[(int64_t(u) * w.size.x + w.thread.x) * kVec + v] = acc[u][v];
+    if (w.block.x == 0) {  // each row's single elements at either end
+      for (int64_t r = first_row; r < g.rows; r += row_step) {
+        const Row row = row_of(g.a, r);
+        for (int64_t e = w.thread.x; e < g.head; e += w.size.x) run<1>(row, e, nullptr);
+        for (int64_t e = w.thread.x; e < g.tail; e += w.size.x)
+          run<1>(row, g.head + g.vectors * kVec + e, nullptr);
+      }
     }
   }
 

@@ -8,6 +8,7 @@
 // largest finite value; further up, inf.
 #pragma once
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -38,15 +39,20 @@ template <>
 struct Elem<DType::f32> {
   using T = float;
   GELU_HD static float load(T v) { return v; }
-  GELU_HD static T store(float v) { return v; }
+  template <bool kBoundary = true>
+  GELU_HD static T store(float v) {
+    return v;
+  }
 };
 
 template <>
 struct Elem<DType::bf16> {
   using T = uint16_t;
+  static constexpr float kBoundary_ = 0x1.ffp127f, kLargest = 0x1.fep127f;
   GELU_HD static float load(T h) { return float_from_bits(uint32_t(h) << 16); }
+  template <bool kBoundary = true>
   GELU_HD static T store(float v) {
-    v = boundary_to_finite(v, 0x1.ffp127f, 0x1.fep127f);
+    if constexpr (kBoundary) v = boundary_to_finite(v, kBoundary_, kLargest);
 #if defined(__CUDA_ARCH__)
     return __bfloat16_as_ushort(__float2bfloat16_rn(v));
 #else
@@ -60,6 +66,7 @@ struct Elem<DType::bf16> {
 template <>
 struct Elem<DType::f16> {
   using T = uint16_t;
+  static constexpr float kBoundary_ = 65520.0f, kLargest = 65504.0f;
   GELU_HD static float load(T h) {
 #if defined(__CUDA_ARCH__)
     return __half2float(__ushort_as_half(h));
@@ -71,8 +78,9 @@ struct Elem<DType::f16> {
     return float_from_bits(sign | bits_of(float(man) * 0x1p-24f));  // exact
 #endif
   }
+  template <bool kBoundary = true>
   GELU_HD static T store(float v) {
-    v = boundary_to_finite(v, 65520.0f, 65504.0f);
+    if constexpr (kBoundary) v = boundary_to_finite(v, kBoundary_, kLargest);
 #if defined(__CUDA_ARCH__)
     return __half_as_ushort(__float2half_rn(v));
 #else
@@ -104,31 +112,54 @@ GELU_HD void load_elems(const typename Elem<D>::T* p, float (&out)[kN]) {
     out[0] = Elem<D>::load(p[0]);
   } else {
     static_assert(kN * sizeof(T) == 16, "a 16-byte vector");
-    T v[kN];
+    uint32_t w[4];
 #if defined(__CUDA_ARCH__)
-    *reinterpret_cast<uint4*>(v) = *reinterpret_cast<const uint4*>(p);
+    const uint4 q = *reinterpret_cast<const uint4*>(p);
+    w[0] = q.x, w[1] = q.y, w[2] = q.z, w[3] = q.w;
 #else
-    memcpy(v, p, 16);
+    memcpy(w, p, 16);
 #endif
-    for (int i = 0; i < kN; ++i) out[i] = Elem<D>::load(v[i]);
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (sizeof(T) == 4) {
+        out[i] = float_from_bits(w[i]);
+      } else if constexpr (D == DType::bf16) {  // each half is an f32's top
+        out[2 * i] = float_from_bits(w[i] << 16);
+        out[2 * i + 1] = float_from_bits(w[i] & 0xffff0000u);
+      } else {
+        out[2 * i] = Elem<D>::load(T(w[i] & 0xffffu));
+        out[2 * i + 1] = Elem<D>::load(T(w[i] >> 16));
+      }
+    }
   }
 }
 
-template <DType D, int kN>
+template <DType D, int kN, bool kBoundary = true>
 GELU_HD void store_elems(typename Elem<D>::T* p, const float (&in)[kN]) {
   using T = typename Elem<D>::T;
+  using E = Elem<D>;
   if constexpr (kN == 1) {
-    p[0] = Elem<D>::store(in[0]);
+    p[0] = E::template store<kBoundary>(in[0]);
   } else {
     // The vector's four 32-bit words, built in registers (a local array
     // would be copied out word by word).
+    float v[kN];
+    bool over = false;  // the boundary rule: one test a vector, rarely more
+    for (int i = 0; i < kN; ++i) {
+      v[i] = in[i];
+      if constexpr (kBoundary && sizeof(T) == 2)
+        over = over || fabsf(v[i]) >= E::kBoundary_;
+    }
+    if constexpr (kBoundary && sizeof(T) == 2)
+      if (over)
+        for (int i = 0; i < kN; ++i)
+          v[i] = boundary_to_finite(v[i], E::kBoundary_, E::kLargest);
     uint32_t w[4];
     for (int i = 0; i < 4; ++i) {
       if constexpr (sizeof(T) == 4) {
-        w[i] = bits_of(in[i]);
+        w[i] = bits_of(v[i]);
       } else {
-        w[i] = uint32_t(Elem<D>::store(in[2 * i])) |
-               (uint32_t(Elem<D>::store(in[2 * i + 1])) << 16);
+        w[i] = uint32_t(E::template store<false>(v[2 * i])) |
+               (uint32_t(E::template store<false>(v[2 * i + 1])) << 16);
       }
     }
 #if defined(__CUDA_ARCH__)
