@@ -343,27 +343,6 @@ HWY_INLINE size_t CompressTo(DF df, hn::Vec<DF> v, hn::Mask<DF> m, float* dst) {
   return hn::CountTrue(df, m);
 }
 
-#if HWY_TARGET == HWY_AVX2
-// CompressTo of one vector's tail lanes for every input of flags F, plus
-// their positions: `off` + the lane (the compress permute's own indices).
-// Returns how many lanes.
-template <unsigned F, class V>
-HWY_INLINE size_t PackTailLanes8(const V& m, const V& x, const V& x2, const V& dy,
-                                 uint32_t off, size_t at, float* px, float* px2,
-                                 float* pdy, uint32_t* poff) {
-  const unsigned bits = static_cast<unsigned>(_mm256_movemask_ps(m.raw));
-  const __m256i idx = LaneIndices8(kPermuteIndices8.compress[bits]);
-  _mm256_storeu_ps(px + at, _mm256_permutevar8x32_ps(x.raw, idx));
-  if constexpr ((F & kGated) != 0)
-    _mm256_storeu_ps(px2 + at, _mm256_permutevar8x32_ps(x2.raw, idx));
-  if constexpr ((F & kBackward) != 0)
-    _mm256_storeu_ps(pdy + at, _mm256_permutevar8x32_ps(dy.raw, idx));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(poff + at),
-                      _mm256_add_epi32(idx, _mm256_set1_epi32(static_cast<int>(off))));
-  return static_cast<size_t>(__builtin_popcount(bits));
-}
-#endif
-
 // v with the lanes of mask m (bits, lane 0 in bit 0) replaced by src[0],
 // src[1], ... in lane order (Highway 1.0 has no Expand); `used` += how many.
 // Reads a whole vector at src.
@@ -448,16 +427,6 @@ template <class S, unsigned F>
 HWY_INLINE bool PatchOutputs(const Streams<S>& s) {
   return kPatchOutputs<S, F> && !s.stream;
 }
-// Patched outputs on AVX2: the tail results go straight to their
-// positions, one scalar store a tail lane (Deferred::off), instead of a
-// reload, an expand permute and a blend a vector: the expand's fixed cost
-// a pair was most of the deferral's, while a pair holds few tail lanes
-// (docs/simd_targets.md). AVX-512 expands in one instruction and keeps it.
-#if HWY_TARGET == HWY_AVX2
-inline constexpr bool kScatterTails = true;
-#else
-inline constexpr bool kScatterTails = false;
-#endif
 
 struct Deferred {
   size_t steps = 0;  // deferred steps
@@ -474,10 +443,6 @@ struct Deferred {
   HWY_ALIGN float x[kBlockSteps * kMaxStep + kMaxF32Lanes];
   HWY_ALIGN float x2[kBlockSteps * kMaxStep + kMaxF32Lanes];
   HWY_ALIGN float dy[kBlockSteps * kMaxStep + kMaxF32Lanes];
-  // kScatterTails: each packed lane's position, from `base` (the block's
-  // first deferred step: under kBlockSteps steps on).
-  size_t base = 0;
-  HWY_ALIGN uint32_t off[kBlockSteps * kMaxStep + kMaxF32Lanes];
 };
 
 // Streamed runs are calls too large for the cache (plan.hpp), whose inputs
@@ -553,24 +518,6 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def,
       const size_t N = hn::Lanes(df);
       def.pos[k] = i;
       const bool patch = PatchOutputs<S, F>(s);
-      bool packed = false;
-#if HWY_TARGET == HWY_AVX2
-      if constexpr (kScatterTails && kPatchOutputs<S, F> && hn::MaxLanes(DF()) == 8) {
-        if (patch) {
-          if (k == 0) def.base = i;
-          const uint32_t off = static_cast<uint32_t>(i - def.base);
-          const auto ma = hn::VecFromMask(df, ta), mb = hn::VecFromMask(df, tb);
-          const size_t at = def.lanes;
-          const size_t na = PackTailLanes8<F>(ma, xa, x2a, dya, off, at, def.x, def.x2,
-                                              def.dy, def.off);
-          def.lanes = at + na +
-                      PackTailLanes8<F>(mb, xb, x2b, dyb,
-                                        off + static_cast<uint32_t>(N), at + na, def.x,
-                                        def.x2, def.dy, def.off);
-          packed = true;
-        }
-      }
-#endif
       if (!patch) {
         hn::Store(outa, df, def.out[k]);
         hn::Store(outb, df, def.out[k] + N);
@@ -583,18 +530,16 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def,
           hn::Store(valb, df, def.val[k] + N);
         }
       }
-      if (!packed) {
-        def.bits[k][0] = MaskBits(df, ta);
-        def.bits[k][1] = MaskBits(df, tb);
-        const size_t at = def.lanes;
-        size_t na = CompressTo(df, xa, ta, def.x + at);
-        if constexpr ((F & kGated) != 0) CompressTo(df, x2a, ta, def.x2 + at);
-        if constexpr (kBwd) CompressTo(df, dya, ta, def.dy + at);
-        size_t nb = CompressTo(df, xb, tb, def.x + at + na);
-        if constexpr ((F & kGated) != 0) CompressTo(df, x2b, tb, def.x2 + at + na);
-        if constexpr (kBwd) CompressTo(df, dyb, tb, def.dy + at + na);
-        def.lanes = at + na + nb;
-      }
+      def.bits[k][0] = MaskBits(df, ta);
+      def.bits[k][1] = MaskBits(df, tb);
+      const size_t at = def.lanes;
+      size_t na = CompressTo(df, xa, ta, def.x + at);
+      if constexpr ((F & kGated) != 0) CompressTo(df, x2a, ta, def.x2 + at);
+      if constexpr (kBwd) CompressTo(df, dya, ta, def.dy + at);
+      size_t nb = CompressTo(df, xb, tb, def.x + at + na);
+      if constexpr ((F & kGated) != 0) CompressTo(df, x2b, tb, def.x2 + at + na);
+      if constexpr (kBwd) CompressTo(df, dyb, tb, def.dy + at + na);
+      def.lanes = at + na + nb;
       if (!patch) return;
     }
   }
@@ -643,24 +588,6 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
     hn::Store(out, df, def.x + j);
     if constexpr (kOut2) hn::Store(out2, df, def.x2 + j);
     if constexpr (kVal) hn::Store(val, df, def.dy + j);
-  }
-  if constexpr (kScatterTails && kPatchOutputs<S, F> && hn::MaxLanes(DF()) == 8) {
-    if (PatchOutputs<S, F>(s)) {
-      // Step packed the lanes with their positions (PackTailLanes8).
-      float* const out = s.out + def.base;
-      for (size_t j = 0; j < def.lanes; ++j) out[def.off[j]] = def.x[j];
-      if constexpr (kOut2) {
-        float* const out2 = s.out2 + def.base;
-        for (size_t j = 0; j < def.lanes; ++j) out2[def.off[j]] = def.x2[j];
-      }
-      if constexpr (kVal) {
-        float* const val = s.val + def.base;
-        for (size_t j = 0; j < def.lanes; ++j) val[def.off[j]] = def.dy[j];
-      }
-      def.steps = 0;
-      def.lanes = 0;
-      return;
-    }
   }
   size_t used = 0;
   for (size_t k = 0; k < def.steps; ++k) {
