@@ -13,6 +13,12 @@
 set(GELU_SANITIZE "" CACHE STRING "Sanitizer build: address (ASan+UBSan), thread (TSan) or empty")
 set_property(CACHE GELU_SANITIZE PROPERTY STRINGS "" address thread)
 option(GELU_FUZZ "Build the libFuzzer API fuzzer fuzz/fuzz_api.cpp (clang; ASan+UBSan)" OFF)
+# The one SIMD target these builds compile is the best of -march's: native
+# (this CPU's, the default), or another to check a narrower target under the
+# sanitizers and the fuzzer, e.g. haswell for AVX2 or nehalem for SSE4
+# (scripts/sanitize.sh: GELU_SANITIZE_MARCH).
+set(GELU_SANITIZE_MARCH native CACHE STRING
+  "-march of the sanitizer and fuzz builds, whose best target is the one they compile")
 
 if(GELU_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
@@ -36,11 +42,12 @@ endif()
 if(GELU_SANITIZE_FLAGS)
   # The Highway kernels are compiled for one SIMD target only: the best this
   # machine has (-march=native; HWY_COMPILE_ONLY_STATIC trumps the kernels'
-  # HWY_COMPILE_ALL_ATTAINABLE), i.e. the code dynamic dispatch runs here.
+  # HWY_COMPILE_ALL_ATTAINABLE), i.e. the code dynamic dispatch runs here,
+  # or the best of GELU_SANITIZE_MARCH.
   # Every target under sanitizers costs ~4x the build time; the plain build
   # still tests every target.
   add_compile_options(${GELU_SANITIZE_FLAGS} -fno-omit-frame-pointer
-    -march=native -DHWY_COMPILE_ONLY_STATIC=1)
+    -march=${GELU_SANITIZE_MARCH} -DHWY_COMPILE_ONLY_STATIC=1)
   add_link_options(${GELU_SANITIZE_FLAGS})
 endif()
 if(GELU_FUZZ)

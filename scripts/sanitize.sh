@@ -29,6 +29,10 @@
 # and the scalar fallback are compiled and tested, without a sanitizer, by
 # the Release build (`make test-unit`), which keeps every target.
 #
+# GELU_SANITIZE_MARCH=haswell (AVX2), nehalem (SSE4), ...: the -march whose
+# best target these builds compile instead, in build-asan-haswell etc. (the
+# fuzzer on a narrower target: GELU_SANITIZE_MARCH=haswell make fuzz).
+#
 # Environment: JOBS (build parallelism, default 2); GELU_WERROR (ON: warnings
 # are errors, as the Makefile sets in CI); GELU_MEASURE_COMPILES (ON: log
 # each compile's memory, scripts/check-build-bounds.sh); TSAN_FILTER (a gtest filter for
@@ -41,6 +45,9 @@ cd "$(dirname "$0")/.."
 
 JOBS=${JOBS:-2}
 mode=${1:?usage: scripts/sanitize.sh asan|tsan|fuzz [seconds]}
+march=${GELU_SANITIZE_MARCH:-native}
+suffix=
+[ "$march" = native ] || suffix=-$march
 
 # -O1 -g: the usual sanitizer setting, and far cheaper to compile than -O2
 # for template-heavy SIMD code. The compiler (CXX) is read on the first
@@ -51,21 +58,22 @@ configure() {  # dir, compiler, extra cmake args...
   CXX=$cxx cmake -S . -B "$dir" -G Ninja -DGELU_WITH_TORCH=OFF -DGELU_WITH_TOOLS=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo '-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g' \
     "-DGELU_WERROR=${GELU_WERROR:-OFF}" \
-    "-DGELU_MEASURE_COMPILES=${GELU_MEASURE_COMPILES:-OFF}" "$@" >/dev/null
+    "-DGELU_MEASURE_COMPILES=${GELU_MEASURE_COMPILES:-OFF}" \
+    "-DGELU_SANITIZE_MARCH=$march" "$@" >/dev/null
 }
 
 case "$mode" in
   asan)
-    configure build-asan clang++ -DGELU_SANITIZE=address -DGELU_FUZZ=OFF
-    cmake --build build-asan -j "$JOBS" --target gelu_tests
+    configure build-asan$suffix clang++ -DGELU_SANITIZE=address -DGELU_FUZZ=OFF
+    cmake --build build-asan$suffix -j "$JOBS" --target gelu_tests
     # detect_leaks: the OpenMP runtime's thread pool lives until exit by design.
     ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:strict_string_checks=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      ctest --test-dir build-asan --output-on-failure -j "$JOBS" -LE slow
+      ctest --test-dir build-asan$suffix --output-on-failure -j "$JOBS" -LE slow
     ;;
   tsan)
-    configure build-tsan clang++ -DGELU_SANITIZE=thread -DGELU_FUZZ=OFF
-    cmake --build build-tsan -j "$JOBS" --target gelu_tsan_tests
+    configure build-tsan$suffix clang++ -DGELU_SANITIZE=thread -DGELU_FUZZ=OFF
+    cmake --build build-tsan$suffix -j "$JOBS" --target gelu_tsan_tests
     # libomp itself is not instrumented; Archer (libarcher.so, LLVM's OMPT
     # tool for TSan) reports OpenMP's fork, barriers and join to TSan, and
     # scripts/tsan.supp ignores libomp's own internal locking (one line,
@@ -74,19 +82,20 @@ case "$mode" in
     [ -n "$archer" ] || { echo "sanitize.sh: libarcher.so not found (libomp-dev)" >&2; exit 1; }
     OMP_TOOL_LIBRARIES=$archer ARCHER_OPTIONS=verbose=1 \
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/scripts/tsan.supp \
-      build-tsan/tests/gelu_tsan_tests --gtest_filter="${TSAN_FILTER:-*}"
+      build-tsan$suffix/tests/gelu_tsan_tests --gtest_filter="${TSAN_FILTER:-*}"
     ;;
   fuzz)
     secs=${2:-60}
-    configure build-fuzz clang++ -DGELU_SANITIZE=address -DGELU_FUZZ=ON
-    cmake --build build-fuzz -j "$JOBS" --target fuzz_api
-    mkdir -p build-fuzz/corpus
+    dir=build-fuzz$suffix
+    configure "$dir" clang++ -DGELU_SANITIZE=address -DGELU_FUZZ=ON
+    cmake --build "$dir" -j "$JOBS" --target fuzz_api
+    mkdir -p "$dir/corpus"
     # New inputs go to build-fuzz/corpus; fuzz/corpus is the committed seed.
     ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      build-fuzz/fuzz_api -max_total_time="$secs" -timeout=20 -max_len=4096 \
-      -rss_limit_mb=4096 -print_final_stats=1 -artifact_prefix=build-fuzz/ \
-      build-fuzz/corpus fuzz/corpus
+      "$dir/fuzz_api" -max_total_time="$secs" -timeout=20 -max_len=4096 \
+      -rss_limit_mb=4096 -print_final_stats=1 "-artifact_prefix=$dir/" \
+      "$dir/corpus" fuzz/corpus
     ;;
   *)
     echo "usage: scripts/sanitize.sh asan|tsan|fuzz [seconds]" >&2
