@@ -71,12 +71,10 @@ int64_t last_dim(const std::vector<int64_t>& s) { return s.back(); }
 // Room for bias_gelu_backward's partial sums (row_tasks x cols doubles, up
 // to kMaxDbiasRowTasks x cols). Allocated per call, that buffer came back
 // as fresh pages (glibc maps large blocks and unmaps them on free), and
-// their first-touch faults made a 1024 x 4096 f32 call 0.58-0.61
-// ns/element against 0.43-0.47 with a kept buffer (1 thread, same runs of
-// `gelu-fusion report --ops bias_gelu_backward --sizes 4M --threads 1`).
-// So each calling thread keeps its buffer for its next call, up to
-// kKeptPartialBytes (8 MiB: 16 rows of 64K columns); a larger one is
-// allocated for the call alone, into `owned`.
+// their first-touch faults cost more than the traffic they hold
+// (docs/notes/kernel-decisions.md, "The kept partial-sum buffer"). So each calling
+// thread keeps its buffer for its next call, up to kKeptPartialBytes (8 MiB: 16 rows of
+// 64K columns); a larger one is allocated for the call alone, into `owned`.
 double* partial_sums(size_t count, std::unique_ptr<double[]>& owned) {
   constexpr size_t kKeptPartialBytes = size_t{8} << 20;
   thread_local std::unique_ptr<double[]> kept;
@@ -223,10 +221,9 @@ void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias
   });
   // sums_to adds the blocks in block order per column, rounds once to f32
   // and stores dbias in its dtype, in one vector pass: scalar loops and an
-  // allocated f32 buffer had cost as much as the kernel for one row of 4096
-  // columns, and 14% of it for 64 rows (`gelu-fusion report --ops
-  // bias_gelu_backward --sizes 4K,256K --threads 1`). dbias is written
-  // last: it may be the bias buffer itself (in place).
+  // allocated f32 buffer cost as much as the kernel on short calls
+  // (docs/notes/kernel-decisions.md, "dbias summed in one vector pass"). dbias is
+  // written last: it may be the bias buffer itself (in place).
   cpu::sums_to(dbias.dtype, cols, p.row_tasks, partial, dbias.data);
 }
 

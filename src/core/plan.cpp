@@ -27,15 +27,14 @@ int64_t align_down(int64_t v) { return std::max(kColAlign, v / kColAlign * kColA
 
 }  // namespace
 
-// kMinElementsPerThread (plan.hpp): an OpenMP fork/join of 2 threads costs
-// ~3 us and the f32 kernels run at 0.15-0.2 ns/element in cache (256K
-// elements, 1 thread, AVX-512: `gelu_bench --benchmark_filter=^gelu/f32`),
-// so below ~32K elements per thread a second thread cannot win its start
-// back; 64K keeps a 2x margin. `gelu_bench --benchmark_filter=threads`
-// (bench/kernels_bench.cpp) compares 1 and 2 threads through the public API
-// side by side at 4K..1M; rerun it on an idle machine to move the threshold
-// (on a shared, loaded one the 2-thread rows are dominated by descheduled
-// OpenMP workers).
+// kMinElementsPerThread (plan.hpp): an OpenMP fork/join costs about as much
+// as the f32 kernels take for tens of thousands of elements in cache, so
+// below that a second thread cannot win its start back; the threshold keeps
+// a 2x margin (docs/notes/kernel-decisions.md, "kMinElementsPerThread"). `gelu_bench
+// --benchmark_filter=threads` (bench/kernels_bench.cpp) compares 1 and 2
+// threads through the public API side by side; rerun it on an idle machine
+// to move the threshold (on a loaded one the 2-thread rows are dominated by
+// descheduled OpenMP workers).
 
 const Machine& this_machine() {
   static const Machine m = [] {
@@ -86,9 +85,8 @@ Plan make_plan(int64_t rows, int64_t cols, DType dtype, int streams,
     tile = std::min(tile, align_down(std::max<int64_t>(1024, ceil_div(total, spread))));
 
   // Whole rows when they fit the tile: every task then streams contiguous
-  // memory (narrow column blocks of long rows measured 2.5x slower for
-  // bias_gelu at 8192 x 4096 f32, `gelu-fusion report --ops bias_gelu
-  // --sizes 32M`: strided blocks defeat the prefetchers).
+  // memory (narrow column blocks of long rows are strided, which defeats
+  // the prefetchers: docs/notes/kernel-decisions.md, "Whole rows a task").
   p.col_block = cols <= tile ? std::max<int64_t>(cols, 1) : tile;
   p.row_block = std::max<int64_t>(1, tile / p.col_block);
   // Bound the number of row blocks: the op layer keeps one row of dbias

@@ -59,11 +59,10 @@ inline constexpr int64_t kMinElementsPerThread = 64 * 1024;
 // Row blocks never exceed max_row_tasks (below): kMaxRowTasks for every op
 // but bias_gelu_backward, whose row blocks are also its rows of dbias
 // partial sums (doubles, stored by the kernels and summed by the op layer).
-// For it kMaxDbiasRowTasks: 16 rows of partials at 1024 x 4096 f32 took
-// 0.43-0.47 ns/element against 0.47-0.51 with 64 (1 thread, same runs of
-// `gelu-fusion report --ops bias_gelu_backward --sizes 4M --threads 1`; the
-// partials' traffic is 1/16 of the tensor's with 64 rows), at the price of
-// using at most 16 threads for that op.
+// For it kMaxDbiasRowTasks: fewer rows of partials, whose traffic grows
+// with the count (1/16 of the tensor's with 64 rows at 4096 columns), were
+// faster (docs/notes/kernel-decisions.md, "kMaxDbiasRowTasks"), at the price of using
+// at most 16 threads for that op.
 inline constexpr int64_t kMaxRowTasks = 64;
 inline constexpr int64_t kMaxDbiasRowTasks = 16;
 // bias_gelu_backward's row blocks hold at least kMinDbiasRowBlock rows where
@@ -84,9 +83,8 @@ constexpr int64_t dbias_max_row_tasks(int64_t rows) {
 // share), with the L2 added for caches that do not hold L2's lines in L3
 // and for machines without an L3. Such a call cannot leave its
 // outputs in cache for the next op, and plain stores first read every
-// output line (the write-allocate): on a Xeon (L3 260 MiB, 2 cores of a VM)
-// a 32M-element f32 gelu ran at 48% of a memcpy's speed with plain stores
-// (docs/performance.md, "Large tensors: non-temporal stores").
+// output line (the write-allocate), which roughly halves a memory-bound
+// op's speed (docs/notes/kernel-decisions.md, "Non-temporal stores above the cache").
 bool stream_outputs(int64_t bytes, int threads, const Machine& machine);
 
 // The plan op `id` runs when its primary tensor (op_table: OpDecl::primary)

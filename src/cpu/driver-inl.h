@@ -104,8 +104,8 @@ HWY_INLINE void AddToSums(DF df, hn::Vec<DF> v, double* sums) {
 
 // a * b as one FMA with -0 added: the same bits as Mul (a + -0 keeps the
 // sign of a zero product), but some x86 cores run vmulps with subnormal
-// operands or results 2-4x slower and FMA at full speed. gelu' and gelu are subnormal
-// deep in the negative tail (measured in tools/fit/bench_gelu_math.cpp).
+// operands or results on a slow path and FMA at full speed. gelu' and gelu
+// are subnormal deep in the negative tail (docs/notes/kernel-decisions.md, "MulTail").
 template <class DF>
 HWY_INLINE hn::Vec<DF> MulTail(DF df, hn::Vec<DF> a, hn::Vec<DF> b) {
   return hn::MulAdd(a, b, hn::Set(df, -0.0f));
@@ -327,7 +327,8 @@ template <class DF>
 HWY_INLINE size_t CompressTo(DF df, hn::Vec<DF> v, hn::Mask<DF> m, float* dst) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   if constexpr (hn::MaxLanes(DF()) == 16) {
-    // The register form: Zen 4 microcodes vcompressps to memory (slow).
+    // The register form: some cores microcode vcompressps to memory
+    // (docs/notes/kernel-decisions.md, "Compress and expand in registers").
     _mm512_storeu_ps(dst, _mm512_maskz_compress_ps(m.raw, v.raw));
     return static_cast<size_t>(__builtin_popcount(m.raw));
   }
@@ -353,7 +354,7 @@ HWY_INLINE hn::Vec<DF> ExpandFrom(DF df, hn::Vec<DF> v, uint64_t bits, const flo
   if constexpr (hn::MaxLanes(DF()) == 16) {
     used += static_cast<size_t>(__builtin_popcount(static_cast<unsigned>(bits)));
     // The register form too: the empty asm keeps g++ from folding the load
-    // into vexpandps from memory, which Zen 4 microcodes (slow).
+    // into vexpandps from memory, which some cores microcode.
     __m512 packed = _mm512_loadu_ps(src);
     asm("" : "+v"(packed));
     return hn::Vec<DF>{
@@ -395,8 +396,8 @@ HWY_INLINE uint64_t MaskBits(DF df, hn::Mask<DF> m) {
 // the tail path over the packed lanes and the steps are completed. So the
 // tail costs per tail lane, not per pair that holds one. 32 steps: the
 // block's fixed costs (the tail pass's constants, its last partial vector,
-// two loop exits) over twice the pairs; 3-6% less time at x ~ N(0, 2) than
-// 16 steps, 8 steps 5-11% more (tools/fit/driver_ab; docs/performance.md).
+// two loop exits) over more pairs, measured against 8 and 16 steps with
+// tools/fit/driver_ab (docs/notes/kernel-decisions.md, "kBlockSteps").
 // The block lives on the stack: about 24 KiB with AVX-512.
 inline constexpr size_t kBlockSteps = 32;
 // AVX-512 compresses and expands in one instruction each; AVX2 in a table
@@ -446,12 +447,10 @@ struct Deferred {
 };
 
 // Streamed runs are calls too large for the cache (plan.hpp), whose inputs
-// come from memory: a step asks for its input lines kPrefetchBytes ahead.
-// One thread of a 32M-element f32 gelu with streamed stores went 0.60-0.64
-// -> 0.44 ns/element at x ~ N(0, 1) (0.82 -> 0.63 at N(0, 2)) with 4 KiB;
-// 2 and 8 KiB within noise of it, 1 and 16 KiB slower (a Xeon;
-// docs/performance.md, "Large tensors: non-temporal stores"). Prefetches
-// past the end of a stream are dropped by the hardware, never a fault.
+// come from memory: a step asks for its input lines kPrefetchBytes ahead,
+// the distance that measured fastest among 1-16 KiB (docs/notes/kernel-decisions.md,
+// "kPrefetchBytes"). Prefetches past the end of a stream are dropped by the
+// hardware, never a fault.
 inline constexpr size_t kPrefetchBytes = 4096;
 template <class S>
 HWY_INLINE void PrefetchAhead(const typename S::T* p) {
@@ -490,11 +489,12 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def,
     xb = hn::Add(xb, x2b);
   }
   using Core = typename Math::CoreOnly;
-  // One tail check for both vectors (a branch per vector costs ~5%). A pair
-  // with few tail lanes runs the core and is deferred (its own branch: one
-  // core computation shared with the all-core pairs measured 7-9% slower at
-  // x ~ N(0, 1), tools/fit/driver_ab); one mostly in the tail runs the
-  // blended math, which skips the core for a vector wholly in the tail.
+  // One tail check for both vectors (a branch per vector measured slower).
+  // A pair with few tail lanes runs the core and is deferred (its own
+  // branch: one core computation shared with the all-core pairs measured
+  // slower at x ~ N(0, 1); docs/notes/kernel-decisions.md, "One tail check a pair");
+  // one mostly in the tail runs the blended math, which skips the core for a vector
+  // wholly in the tail.
   bool core = true;
   [[maybe_unused]] bool defer = false;
   if (HWY_LIKELY(Math::AllCore(df, xa, xb))) {
@@ -851,9 +851,10 @@ HWY_INLINE void FenceStreamed(bool stream) {
 // consecutive rows, (((r0 + r1) + r2) + r3), the group sums added in double
 // in row order. The group sum lives in a stack tile of f32 (one load, add
 // and store per vector) instead of double sums per row (a convert, a load,
-// an add and a store per half vector: ~35% of the kernel). The f32 sum of 4
-// adds at most 3 * 2^-24 * sum|dx|, well under the op's 2^-20. (F32 storage
-// takes the same sums from dx itself: kDbiasReadBackTile below.)
+// an add and a store per half vector: a large share of the kernel,
+// docs/notes/kernel-decisions.md, "The dbias group tile in f32"). The f32 sum of 4 adds
+// at most 3 * 2^-24 * sum|dx|, well under the op's 2^-20. (F32 storage takes the same
+// sums from dx itself: kDbiasReadBackTile below.)
 inline constexpr size_t kDbiasGroup = 4;
 inline constexpr size_t kDbiasTile = 4096;  // columns: 16 KiB of f32 sums
 // The partial step's split-pair chunk (a whole step of sums, TailCopies)
@@ -896,13 +897,11 @@ HWY_INLINE void AddGroupSums(size_t nc, const float* acc, double* sums) {
 // F32 storage stores dx as the very f32 values the sums take, so a group's
 // sums are read back from its rows of dx (still in cache) after they are
 // written, (((r0 + r1) + r2) + r3) in registers, instead of a tile of sums
-// loaded, added and stored per row: the same sums, bit for bit. f32 at
-// [64, 65536]: 1.27 -> 1.18 ns/element, [1024, 4096]: 1.11 -> 1.07, rows
-// of 1-8 columns 1.07-1.16 -> 1.05-1.07 (bench/shapes/shape_cliffs.cpp;
-// the table and what was tried: docs/performance.md, "Wide rows").
-// The tile keeps a group's rows of dx (4 x 64 KiB) in L2 until read back;
-// 4096 columns measured ~5% slower at 65536 columns (more, shorter strided
-// chunks), whole rows of 64K columns would not stay in L2.
+// loaded, added and stored per row: the same sums, bit for bit, and faster
+// at every row width measured (docs/notes/kernel-decisions.md, "dbias read back from
+// dx"). The tile keeps a group's rows of dx (4 x 64 KiB) in L2 until read back; 4096
+// columns measured slower at 65536 columns (more, shorter strided chunks), whole rows
+// of 64K columns would not stay in L2.
 inline constexpr size_t kDbiasReadBackTile = 16384;
 
 // sums[0, nc) += (or = when kFirst) the f32 sums (((r0 + r1) + r2) + ...)

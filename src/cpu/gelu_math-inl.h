@@ -33,17 +33,16 @@
 // Measured errors (tests/gelu_math_test.cpp, every target, 2^24 evenly
 // spread bit patterns plus dense tail sweeps and interval edges; see each
 // struct's doc block).
-// Speed (tools/fit/bench_gelu_math.cpp, AVX-512 Zen 5, 1 thread, 256K f32):
-// Value ~0.146 ns/element on N(0,1) inputs for every form (oneDNN 2.6
-// gelu_erf: 0.33, same run); tail-only inputs U[-14,-4]: erf 0.30, quick
-// 0.29, tanh 0.42 (its double-float 2u costs most). Every 512-bit op costs
-// the same here (2 per cycle of any kind, measured), so the tail's cost is
-// its op count: about 32 for erf and quick, 47 for tanh, 21 in the core.
+// Speed: tools/fit/bench_gelu_math.cpp times each form's Value and the
+// tail alone; where the cores are issue-bound the tail's cost is its
+// operation count: about 32 for erf and quick, 47 for tanh (its
+// double-float 2u), 21 in the core (docs/notes/kernel-decisions.md, "The math's speed
+// per form").
 //
 // For callers: gelu' is subnormal deep in the negative tail. Multiply it by
-// dy with an FMA (hn::MulAdd(dy, grad, -0.0f)), not hn::Mul: Zen 5 takes a
-// slow path for vmulps with subnormal operands or results (3-4x slower on
-// tail inputs, measured), not for FMA. This header uses FMA for every step
+// dy with an FMA (hn::MulAdd(dy, grad, -0.0f)), not hn::Mul: some cores
+// take a slow path for vmulps with subnormal operands or results, not for
+// FMA (docs/notes/kernel-decisions.md, "MulTail"). This header uses FMA for every step
 // that can produce a subnormal.
 #if defined(GELU_CPU_GELU_MATH_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef GELU_CPU_GELU_MATH_INL_H_

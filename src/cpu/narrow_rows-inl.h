@@ -80,8 +80,8 @@ HWY_INLINE void Replicate(const T* src, size_t cols, size_t span, T* buf) {
 // sizeof(W), or two: kTwoLanes): the values are the even W lanes, the gates the odd
 // ones, so two vectors of rows split with one ConcatEven and one ConcatOdd and two
 // whole-vector stores, where Compress costs two compresses, two stores
-// straddling lines and a phase update per vector (the loop took ~60% of
-// geglu with halves of 1-32 columns, docs/performance.md). Returns the
+// straddling lines and a phase update per vector (most of geglu's time with
+// narrow halves: docs/notes/kernel-decisions.md, "Narrow geglu rows"). Returns the
 // elements done (whole vector pairs); the rest is Deinterleave's.
 // kTwoLanes: halves of two W lanes (16 bytes): the even and odd W lanes
 // then hold (value, gate) of each row's first and second lane, and

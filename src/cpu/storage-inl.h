@@ -134,10 +134,9 @@ struct BF16Pairs : BF16 {
   // results, and a NaN result is an input NaN (a bf16, so its low 16 bits
   // are zero) or the default NaN (low bits zero too), quieted or not; adding
   // 0x7fff + lsb to zero low bits cannot carry, so it stays that NaN. The
-  // three NaN ops cost 0.03-0.04 ns/element, 15% of the bf16 forward
-  // (AVX-512, 256K elements, 1 thread: `gelu_bench
-  // --benchmark_filter=^gelu/bf16/none/262144`). Every bf16 NaN
-  // pattern goes through every input of every op, on every target, in
+  // three NaN ops were a visible share of the bf16 forward
+  // (docs/notes/kernel-decisions.md, "bf16 rounding without the NaN case"). Every bf16
+  // NaN pattern goes through every input of every op, on every target, in
   // tests/ops_nan_patterns_test.cpp.
   template <class DF>
   static HWY_INLINE void Store2(DF df, hn::Vec<DF> even, hn::Vec<DF> odd, T* p) {
@@ -174,9 +173,7 @@ struct BF16Pairs : BF16 {
 // BF16Pairs with the rounding of AVX512_BF16's vcvtne2ps2bf16: one
 // instruction for both vectors (round-to-nearest-even, NaN quieted as
 // BF16::Store does) and one vpermw back to the even/odd layout, against 10
-// integer ops (0.145 -> 0.17 with the checks below, against 0.195 ns/element
-// for the bf16 forward, AVX-512, 1 thread; `gelu_bench
-// --benchmark_filter=^gelu/bf16/none` measures it). Only where
+// integer ops (docs/notes/kernel-decisions.md, "vcvtne2ps2bf16"). Only where
 // use_avx512_bf16() (src/cpu/cpu_features.hpp) says so; written as inline asm
 // because Highway 1.0's AVX3 target does not enable the instruction set.
 // The instruction flushes subnormal inputs to zero, so a step with a
