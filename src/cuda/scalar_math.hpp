@@ -20,16 +20,17 @@
 #include <math.h>
 
 #include "gelu/gelu.hpp"
+#include "math/gelu_forms.hpp"
 #include "math/host_device.hpp"
 
 namespace gelu::cuda::math {
 
-// The constants of the forms (src/ref/gelu_ref.hpp names their sources).
-inline constexpr double kTanhCubic = 0.044715;
-inline constexpr double kSqrt2OverPi = 0.79788456080286535587989211986876;
-inline constexpr double kQuickScale = 1.702;
-inline constexpr double kInvSqrt2 = 0.70710678118654752440084436210485;
-inline constexpr double kInvSqrt2Pi = 0.39894228040143267793994605993438;
+// The constants of the forms (math/gelu_forms.hpp names their sources).
+using ::gelu::math::kInvSqrt2;
+using ::gelu::math::kInvSqrt2Pi;
+using ::gelu::math::kQuickScale;
+using ::gelu::math::kSqrt2OverPi;
+using ::gelu::math::kTanhCubic;
 
 GELU_HD bool is_nan(double x) { return x != x; }
 GELU_HD bool is_inf(double x) { return x - x != 0.0 && x == x; }

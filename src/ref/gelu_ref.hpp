@@ -11,19 +11,16 @@
 #pragma once
 
 #include "gelu/gelu.hpp"
+#include "math/gelu_forms.hpp"
 
 namespace gelu::ref {
 
-// Constants of the forms, with their sources.
-// Approx::tanh: u = sqrt(2/pi) * (x + kTanhCubic * x^3), Hendrycks & Gimpel
-// (2016), "Gaussian Error Linear Units", eq. for the tanh approximation.
-inline constexpr double kTanhCubic = 0.044715;
-inline constexpr double kSqrt2OverPi = 0.79788456080286535587989211986876;
-// Approx::quick: x * sigmoid(kQuickScale * x), same paper (sigmoid form),
-// as used by OpenAI CLIP's QuickGELU.
-inline constexpr double kQuickScale = 1.702;
-inline constexpr double kInvSqrt2 = 0.70710678118654752440084436210485;
-inline constexpr double kInvSqrt2Pi = 0.39894228040143267793994605993438;
+// The constants of the forms (math/gelu_forms.hpp names their sources).
+using ::gelu::math::kInvSqrt2;
+using ::gelu::math::kInvSqrt2Pi;
+using ::gelu::math::kQuickScale;
+using ::gelu::math::kSqrt2OverPi;
+using ::gelu::math::kTanhCubic;
 
 // gelu(x) for the given form.
 double gelu_fwd(Approx form, double x);

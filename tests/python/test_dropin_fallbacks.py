@@ -205,3 +205,17 @@ def test_add_gelu_with_a_python_scalar(dtype):
     assert got.dtype == dtype
     assert torch.equal(got, gelu_fusion.gelu(a + 2.0, "tanh"))
     assert torch.equal(gelu_fusion.add_gelu(2.0, a), gelu_fusion.gelu(2.0 + a))
+
+
+def test_the_quick_fallbacks_use_the_librarys_constant():
+    """Eager (form_ops.cpp) and TorchScript (functional.py, which writes the
+    constant out) compute x * sigmoid(s x) with s the library's own
+    (src/math/gelu_forms.hpp, read through the op table's JSON)."""
+    s = gelu_fusion._surface.FORMS["quick_scale"]
+    assert abs(s - 1.702) < 1e-15
+    x = inputs((257,), torch.float64)
+    want = x * torch.sigmoid(s * x)
+    assert torch.equal(gelu_fusion.gelu(x, "quick"), want)
+    scripted = torch.jit.script(gelu_fusion.functional._scripted_composed)
+    assert torch.equal(scripted(x, "quick"), want)
+    assert torch.equal(gelu_fusion.functional._scripted_composed(x, "quick"), want)

@@ -29,14 +29,28 @@ Functions (t = |x|, x < 0 side; the x > 0 side follows by symmetry):
 import argparse
 import math
 import os
+import re
 import struct
 
 import numpy as np
 
+
+
+def form_constants():
+    """The forms' constants from their one place, src/math/gelu_forms.hpp."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                        "src", "math", "gelu_forms.hpp")
+    with open(path, encoding="utf-8") as f:
+        found = dict(re.findall(r"constexpr double (k\w+) = ([0-9.eE+-]+);", f.read()))
+    return {name: float(value) for name, value in found.items()}
+
+
+_FORMS = form_constants()
 S2 = math.sqrt(2.0)
 K = math.sqrt(2.0 / math.pi)
-CUBIC = 0.044715
-QUICK = 1.702
+CUBIC = _FORMS["kTanhCubic"]
+QUICK = _FORMS["kQuickScale"]
+assert abs(K - _FORMS["kSqrt2OverPi"]) < 1e-16
 W = 0.25          # core interval width (a power of two: k*W exact)
 NINT = 16         # intervals: one 16-lane permute on AVX-512
 DEG = 6           # core polynomial degree (f32 results)

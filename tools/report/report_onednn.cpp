@@ -5,6 +5,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
+
+#include "math/gelu_forms.hpp"
 #endif
 
 namespace gelu::report::onednn {
@@ -54,7 +56,9 @@ algorithm alg(Approx f) {
   }
   return algorithm::eltwise_gelu_erf;
 }
-float alpha(Approx f) { return f == Approx::quick ? 1.702f : 0.f; }
+float alpha(Approx f) {
+  return f == Approx::quick ? static_cast<float>(gelu::math::kQuickScale) : 0.f;
+}
 
 class Prim : public Peer {
  public:

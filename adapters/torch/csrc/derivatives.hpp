@@ -10,17 +10,16 @@
 #include <cmath>
 
 #include "gelu/gelu.hpp"
+#include "math/gelu_forms.hpp"
 
 namespace gelu_torch::composed {
 
-// sqrt(2/pi) and the cubic coefficient of the tanh form (Hendrycks & Gimpel,
-// "Gaussian Error Linear Units", section 2), 1.702 of the quick form (same
-// source), 1/sqrt(2) and 1/sqrt(2 pi) of the normal distribution.
-inline constexpr double kSqrt2OverPi = 0.79788456080286535588;
-inline constexpr double kTanhCubic = 0.044715;
-inline constexpr double kQuick = 1.702;
-inline constexpr double kSqrt1_2 = 0.70710678118654752440;
-inline constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+// The constants of the forms (math/gelu_forms.hpp names their sources).
+using ::gelu::math::kInvSqrt2;
+using ::gelu::math::kInvSqrt2Pi;
+using ::gelu::math::kQuickScale;
+using ::gelu::math::kSqrt2OverPi;
+using ::gelu::math::kTanhCubic;
 
 // z in float when it is stored narrower; `back` rounds a result to z's dtype.
 inline at::Tensor widen(const at::Tensor& z) {
@@ -43,7 +42,7 @@ inline void factor(const at::Tensor& z, gelu::Approx form, at::Tensor& s,
                    at::Tensor& ds) {
   switch (form) {
     case gelu::Approx::none:
-      s = 0.5 * at::special_erfc(-kSqrt1_2 * z);
+      s = 0.5 * at::special_erfc(-kInvSqrt2 * z);
       ds = kInvSqrt2Pi * at::exp(-0.5 * z * z);
       return;
     case gelu::Approx::tanh: {
@@ -55,8 +54,8 @@ inline void factor(const at::Tensor& z, gelu::Approx form, at::Tensor& s,
       return;
     }
     case gelu::Approx::quick:
-      s = at::sigmoid(kQuick * z);
-      ds = kQuick * s * at::sigmoid(-kQuick * z);
+      s = at::sigmoid(kQuickScale * z);
+      ds = kQuickScale * s * at::sigmoid(-kQuickScale * z);
       return;
   }
 }

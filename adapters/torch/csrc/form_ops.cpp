@@ -20,6 +20,7 @@
 
 #include "form_ops.hpp"
 #include "kernel.hpp"
+#include "math/gelu_forms.hpp"
 
 namespace gelu_torch {
 namespace {
@@ -29,10 +30,6 @@ using gelu::core::OpDecl;
 using gelu::core::OpKind;
 
 constexpr const char* kForms[] = {"none", "tanh", "quick"};
-
-// 'quick' GELU's constant (Hendrycks & Gimpel, "Gaussian Error Linear
-// Units", section 2: x * sigmoid(1.702 x)), as functional.py's fallback.
-constexpr double kQuickGelu = 1.702;
 
 struct FormOp {
   const OpDecl* op;
@@ -96,7 +93,7 @@ Tensor composed_gelu(const Tensor& z_in, const std::string& form) {
     ninf = z == -std::numeric_limits<double>::infinity();
     z = at::where(ninf, at::zeros({}, z.options()), z);
   }
-  const Tensor y = form == "quick" ? z * at::sigmoid(z * kQuickGelu)
+  const Tensor y = form == "quick" ? z * at::sigmoid(z * gelu::math::kQuickScale)
                                    : at::gelu(z, form);
   return ninf.defined() ? at::where(ninf, at::zeros({}, y.options()), y) : y;
 }

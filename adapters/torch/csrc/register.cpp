@@ -4,9 +4,13 @@
 // autograd and fake kernel (gelu_fusion/_surface.py) with nothing here.
 #include <torch/library.h>
 
+#include <cstdio>
+#include <string>
+
 #include "autograd.hpp"
 #include "form_ops.hpp"
 #include "kernel.hpp"
+#include "math/gelu_forms.hpp"
 
 namespace gelu_torch {
 namespace {
@@ -28,6 +32,18 @@ std::vector<std::string> devices() {
   return out;
 }
 std::string op_table() { return op_table_json(); }
+// The forms' constants (math/gelu_forms.hpp) as JSON, for the Python
+// package's compositions and formula patterns.
+std::string forms() {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "{\"tanh_cubic\":%.17g,\"sqrt_2_over_pi\":%.17g,\"quick_scale\":%.17g,"
+                "\"inv_sqrt2\":%.17g,\"inv_sqrt2pi\":%.17g}",
+                gelu::math::kTanhCubic, gelu::math::kSqrt2OverPi,
+                gelu::math::kQuickScale, gelu::math::kInvSqrt2,
+                gelu::math::kInvSqrt2Pi);
+  return buf;
+}
 
 // A backend's kernels, for every operator.
 template <const Backend& B>
@@ -55,6 +71,7 @@ TORCH_LIBRARY(gelu_fusion, m) {
   m.def("set_simd_target(str name) -> ()", &set_simd_target);
   m.def("_devices() -> str[]", &devices);
   m.def("_op_table() -> str", &op_table);
+  m.def("_forms() -> str", &forms);
   // The Python functions' eager entry points, one per op and form.
   define_form_ops(m);
 }

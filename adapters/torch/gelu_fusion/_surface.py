@@ -28,6 +28,10 @@ _ops = torch.ops.gelu_fusion
 
 TABLE: List[dict] = json.loads(_ops._op_table())
 BY_NAME: Dict[str, dict] = {op["name"]: op for op in TABLE}
+# The forms' constants, from the one place the library writes them
+# (src/math/gelu_forms.hpp): tanh_cubic, sqrt_2_over_pi, quick_scale,
+# inv_sqrt2, inv_sqrt2pi.
+FORMS: Dict[str, float] = json.loads(_ops._forms())
 
 _KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 # c10's names of dtypes, as the real kernels' messages print them.

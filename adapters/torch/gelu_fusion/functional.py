@@ -26,10 +26,13 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.overrides import handle_torch_function, has_torch_function
 
+from ._surface import FORMS
+
 # The ops (OpOverloads, which torch.compile traces) and their raw entry
 # points (what an OpOverload calls; eager calls skip its Python __call__:
-# docs/performance.md, bench/call_overhead.py). Under torch.compile every
-# call goes through the OpOverload: Dynamo cannot trace the raw entry points.
+# docs/notes/pytorch-performance-log.md, bench/call_overhead.py). Under
+# torch.compile every call goes through the OpOverload: Dynamo cannot trace
+# the raw entry points.
 _ops = torch.ops.gelu_fusion
 _GELU = _ops.gelu.default
 _BIAS_GELU = _ops.bias_gelu.default
@@ -42,9 +45,10 @@ _FORMS = ("none", "tanh", "quick")
 def _form_ops(op: str) -> dict:
     """The op's per-form eager entry points (csrc/form_ops.cpp), by form, or
     by (form, gelu_half) for an op with halves: each takes only the op's
-    tensors, so no call passes a str to parse (docs/performance.md), and gelu's
-    picks the kernel or PyTorch's composition itself (in C++, cheaper than
-    reading the tensor's attributes here)."""
+    tensors, so no call passes a str to parse
+    (docs/notes/pytorch-performance-log.md), and gelu's picks the kernel or
+    PyTorch's composition itself (in C++, cheaper than reading the tensor's
+    attributes here)."""
     table = {}
     for form in _FORMS:
         table[form] = getattr(_ops, f"_{op}_{form}").default._op
@@ -70,9 +74,8 @@ _is_scripting = torch.jit.is_scripting
 # What the kernels compute: strided CPU tensors of these dtypes.
 _KERNEL_DTYPES = frozenset((torch.float32, torch.bfloat16, torch.float16))
 _STRIDED = torch.strided
-# 'quick' GELU's constant (Hendrycks & Gimpel, "Gaussian Error Linear
-# Units", section 2: x * sigmoid(1.702 x)); the library uses the same.
-_QUICK = 1.702
+# 'quick' GELU's constant, the library's own (_surface.FORMS).
+_QUICK = FORMS["quick_scale"]
 
 
 def _on_kernel(t: Tensor) -> bool:
@@ -140,6 +143,8 @@ def _scripted_on_kernel(t: Tensor) -> bool:
 
 def _scripted_composed(x: Tensor, approximate: str) -> Tensor:
     if approximate == "quick":
+        # _QUICK written out: TorchScript reads no float global
+        # (test_dropin_fallbacks checks the two agree).
         return x * torch.sigmoid(1.702 * x)
     return F.gelu(x, approximate=approximate)
 
