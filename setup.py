@@ -20,7 +20,7 @@ import shutil
 import subprocess
 import sys
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -75,7 +75,7 @@ setup(
     python_requires=">=3.9",
     install_requires=["torch"],
     package_dir={"": "adapters/torch"},
-    packages=["gelu_fusion"],
+    packages=find_packages("adapters/torch", include=["gelu_fusion", "gelu_fusion.*"]),
     ext_modules=[Extension("gelu_fusion._gelu_fusion_ops", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
     options={"build": {"build_base": os.path.join("build", "setuptools")},

@@ -44,6 +44,11 @@ printf '%s\n' adapters/torch/csrc/*.cpp | xargs -P "$jobs" -I{} sh -c \
   -L"$torch/lib" -Wl,--no-as-needed -ltorch -ltorch_cpu -ltorch_cuda -lc10 -lc10_cuda \
   -Wl,--as-needed -L"$cuda/lib64" -L"$cuda/targets/x86_64-linux/lib" -lcudart_static \
   -fopenmp -ldl -lrt -lpthread || fail "linking the extension failed"
-find "$bundle/python/gelu_fusion" -maxdepth 1 -name '*.py' -exec cp {} "$dest/python/gelu_fusion/" \;
+# The package's Python files, its subpackages included.
+find "$bundle/python/gelu_fusion" -name '*.py' | while read -r f; do
+  rel=${f#"$bundle/python/"}
+  mkdir -p "$dest/python/$(dirname "$rel")"
+  cp "$f" "$dest/python/$rel"
+done
 rm -rf "$dest/obj" "$dest"/*.a
 echo "gpu-build-extension: $dest/python/gelu_fusion/_gelu_fusion_ops.so"

@@ -41,7 +41,12 @@ rm -rf "$tmp"
 mkdir -p "$tmp/bin" "$tmp/lib" "$tmp/python/gelu_fusion"
 # Symbols are not needed to run; --strip-unneeded keeps what loading needs.
 strip --strip-unneeded -o "$tmp/bin/gelu_cuda_tests" "$tests"
-cp "$build"/python/gelu_fusion/*.py "$tmp/python/gelu_fusion/"
+# The package's Python files, its subpackages included.
+find "$build/python/gelu_fusion" -name '*.py' | while read -r f; do
+  rel=${f#"$build/python/"}
+  mkdir -p "$tmp/python/$(dirname "$rel")"
+  cp "$f" "$tmp/python/$rel"
+done
 strip --strip-unneeded -o "$tmp/python/gelu_fusion/_gelu_fusion_ops.so" "$ext"
 for lib in libgelu_fusion libgelu_fusion_cuda; do
   gzip -6 -c "$build/$lib.a" >"$tmp/lib/$lib.a.gz"

@@ -481,7 +481,7 @@ def transformer_encoder_layer(d=32, activation="gelu"):
 
 
 def _has_gelu_half():
-    import gelu_fusion.fusion_runtime as rt
+    import gelu_fusion.fusion.runtime as rt
     return rt.HAS_GELU_HALF
 
 

@@ -16,7 +16,7 @@ from torch import nn
 from torch._dynamo import lookup_backend
 
 import gelu_fusion
-from gelu_fusion import fusion_graph, fusion_runtime
+from gelu_fusion.fusion import graph as fusion_graph, runtime as fusion_runtime
 
 RTOL = 1e-5
 _PYTORCH_GELUS = fusion_graph.FUNCTIONAL_GELUS + (torch.erf, torch.tanh, torch.sigmoid)

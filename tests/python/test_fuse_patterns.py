@@ -10,8 +10,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import gelu_fusion
-from gelu_fusion import fusion_runtime as rt
-from gelu_fusion.fusion_call import installed
+from gelu_fusion.fusion import runtime as rt
+from gelu_fusion.fusion.call import installed
 
 
 class Fn(nn.Module):

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import gelu_fusion
-from gelu_fusion.fusion_call import installed
+from gelu_fusion.fusion.call import installed
 
 D, H = 8, 16
 

@@ -10,7 +10,7 @@ the fused graph read.
 - A write to an addend of gelu(a + b) after it: add_gelu keeps a and b,
   where the unfused sum kept only a + b.
 - A class attribute, a monkeypatched F.gelu and a module-level helper
-  changed after fuse (fusion_reads, fusion_guard).
+  changed after fuse (fusion/reads.py, fusion/guard.py).
 Each write case runs under no_grad and in training, with save_memory on and
 off, for the three forms, and through gelu_fusion.backend().
 """
@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import gelu_fusion
-from gelu_fusion.fusion_call import installed
+from gelu_fusion.fusion.call import installed
 
 D, H = 8, 16
 X = torch.randn(5, D)

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import gelu_fusion
-from gelu_fusion.fusion_call import installed
+from gelu_fusion.fusion.call import installed
 from model_zoo import ZOO
 
 NAMES = sorted(ZOO)

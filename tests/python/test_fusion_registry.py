@@ -1,4 +1,4 @@
-"""The fusions as one ordered registry of patterns (fusion_registry): the
+"""The fusions as one ordered registry of patterns (gelu_fusion/fusion/registry.py): the
 order fuse applies them in, the options that turn each off, and a new
 fusion added as a pattern of its own, whose reasons explain prints."""
 import pytest
@@ -6,9 +6,9 @@ import torch
 from torch import nn
 
 import gelu_fusion
-from gelu_fusion import fusion_graph as g
-from gelu_fusion import fusion_registry
-from gelu_fusion.fusion_pattern import Pattern
+from gelu_fusion.fusion import graph as g
+from gelu_fusion.fusion import registry as fusion_registry
+from gelu_fusion.fusion import Pattern
 
 
 def mlp():

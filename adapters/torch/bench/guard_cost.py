@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 import gelu_fusion
-from gelu_fusion.fusion_call import installed
+from gelu_fusion.fusion.call import installed
 
 N, ROUNDS = 2000, 21
 

@@ -24,9 +24,7 @@ from .functional import add_gelu, bias_gelu, geglu, gelu
 from .gelu_linear import GegluLinear, GeluLinear, bias_gelu_linear, geglu_linear
 from .modules import GELU, BiasGELU, LinearBiasGELU
 from .patch import PatchResult, patch
-from .fusion import fuse
-from .fusion_compile import backend
-from .fusion_explain import explain
+from .fusion import backend, explain, fuse
 from .workspace import empty_cache
 from . import ops  # noqa: F401  (every op of the table as a function)
 

@@ -1,5 +1,5 @@
 """The fusions `fuse` and `backend` apply, in one ordered list of patterns
-(fusion_pattern.Pattern), each from its own file, as Inductor's pattern
+(pattern.Pattern), each from its own file, as Inductor's pattern
 matcher keeps its passes:
 
     formula  GELU formulas spelled out (erf, tanh, quick) -> gelu
@@ -15,24 +15,40 @@ the later ones match. A new fusion is a new file with its Pattern,
 registered here in order (or with register(pattern, after=...)).
 
 Every pattern, registered here or later, is held to one rule after it runs
-(fusion_rule): a rewrite that would read a tensor after something wrote
+(rule.py): a rewrite that would read a tensor after something wrote
 it, where the original read it before, or keep a tensor that is written
 later, is undone, and its site says which write stopped it.
 """
 from typing import Dict, List, Optional
 
-from . import fusion_add, fusion_bias, fusion_geglu, fusion_gelu
-from . import fusion_gelu_formula, fusion_rule, fusion_save_memory
-from .fusion_explain import Site
-from .fusion_pattern import Pattern
+import torch.fx
+from torch import nn
+
+from . import rule
+from .pattern import Pattern
+from .patterns import add, bias, formula, geglu, gelu, save_memory
+from .report import Site
+
+
+
+class GraphOf:
+    """What a pattern works on: the graph, and the module it was traced
+    from (its attributes, get_submodule, parameters) for its checks."""
+
+    def __init__(self, m: nn.Module, graph: torch.fx.Graph):
+        self.graph, self._m = graph, m
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
 
 PATTERNS: List[Pattern] = [
-    fusion_gelu_formula.PATTERN,
-    fusion_gelu.PATTERN,
-    fusion_geglu.PATTERN,
-    fusion_bias.PATTERN,
-    fusion_add.PATTERN,
-    fusion_save_memory.PATTERN,
+    formula.PATTERN,
+    gelu.PATTERN,
+    geglu.PATTERN,
+    bias.PATTERN,
+    add.PATTERN,
+    save_memory.PATTERN,
 ]
 
 
@@ -59,11 +75,13 @@ def enabled(options: Dict[str, bool]) -> List[Pattern]:
     return [p for p in PATTERNS if p.option is None or options.get(p.option, True)]
 
 
-def apply(gm, path: str, options: Dict[str, bool]) -> List[Site]:
-    """Every enabled pattern on the graph, in order: the sites found."""
+def apply(gm: GraphOf, path: str, options: Dict[str, bool]) -> List[Site]:
+    """Every enabled pattern on gm's graph, in order, rewriting it in place:
+    the sites found. `options`: fuse()'s keywords (a pattern whose option
+    is False is skipped); `path`: the module path the sites are given."""
     sites: List[Site] = []
     for p in enabled(options):
-        before = fusion_rule.Before(gm.graph, sites)
+        before = rule.Before(gm.graph, sites)
         sites += p.apply(gm, path) or []
-        fusion_rule.enforce(gm, before, p.name)
+        rule.enforce(gm, before, p.name)
     return sites

@@ -10,7 +10,7 @@ its gradient comes from the GELU backward's pass):
   another dtype promotes as `+` does).
 
 The Linear keeps its type and Parameters; the graph reads its weight and
-bias. Checked at each call (fusion_runtime): the bias is 1-D, the size of
+bias. Checked at each call (runtime.py): the bias is 1-D, the size of
 the last dimension (else add_gelu, which broadcasts as the sum).
 """
 import operator
@@ -20,10 +20,10 @@ import torch.fx
 import torch.nn.functional as F
 from torch import nn
 
-from . import fusion_graph as g
-from . import fusion_runtime as rt
-from .fusion_trace import has_hooks
-from .fusion_pattern import Pattern
+from .. import graph as g
+from .. import runtime as rt
+from ..trace import has_hooks
+from ..pattern import Pattern
 
 _VIEWS = (torch.reshape,)
 _VIEW_METHODS = ("view", "reshape")

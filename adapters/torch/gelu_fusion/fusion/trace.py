@@ -13,10 +13,10 @@ when:
   to the mode at fuse time);
 - forward does something in Python that the graph cannot keep: a grad-mode
   or autocast context, randomness, an attribute it writes
-  (fusion_pystate).
+  (pystate.py).
 
 A trace also says which modules it went into (`Traced.inlined`): the
-graph stands for their code, and fusion_guard checks at each call that
+graph stands for their code, and guard.py checks at each call that
 they are still what runs.
 """
 import dis
@@ -30,10 +30,10 @@ import torch
 import torch.fx
 from torch import nn
 
-from . import functional as _functional
-from . import fusion_runtime as _runtime
-from .fusion_pystate import PythonState, Watch
-from .modules import GELU as _GELU, LinearBiasGELU as _LinearBiasGELU
+from .. import functional as _functional
+from . import runtime as _runtime
+from .pystate import PythonState, Watch
+from ..modules import GELU as _GELU, LinearBiasGELU as _LinearBiasGELU
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _OUR_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -53,7 +53,7 @@ def has_hooks(m: nn.Module) -> bool:
 
 def _special_leaf(m: nn.Module) -> bool:
     """Modules the graph calls as they are: ours, the transformer layers
-    (fused by fusion_transformer, which keeps their native fast path) and
+    (fused by transformer.py, which keeps their native fast path) and
     any module with hooks (traced on its own, so its hooks still fire)."""
     return (isinstance(m, (_GELU, _LinearBiasGELU,
                            nn.TransformerEncoderLayer, nn.TransformerDecoderLayer))
@@ -68,7 +68,7 @@ class _Proxy(torch.fx.Proxy):
     operator.iadd (torch.fx's Proxy has no __iadd__, so Python would fall
     back to an out-of-place `h = h + 1` and the write would be lost) and
     `h[i] = v` as operator.setitem (which torch.fx refuses). The graph then
-    writes where the code writes, and fusion_rule sees it."""
+    writes where the code writes, and rule.py sees it."""
 
     def __setitem__(self, key, value):
         self.tracer.create_proxy("call_function", operator.setitem, (self, key, value), {})
@@ -185,7 +185,7 @@ class Traced:
     (`_tensor_constant<n>`: get_attr targets that are no attribute of the
     module), the modules it went into (path -> module, '' the module
     itself), what the code read outside their state that the guard
-    watches (fusion_reads.Read: globals, F.gelu, class attributes) and
+    watches (reads.Read: globals, F.gelu, class attributes) and
     what it took as fixed without a check (closures: `unwatched`)."""
 
     def __init__(self, graph, constants, inlined, global_reads, unwatched=()):

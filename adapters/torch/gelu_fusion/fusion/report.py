@@ -1,10 +1,9 @@
-"""What `fuse` found: one row per GELU site, and `explain(model)`, which
-prints that table without changing the model."""
+"""What `fuse` found: one row per GELU site (the table `explain(model)`
+prints)."""
 import os
 from dataclasses import dataclass, field
 from typing import List, Tuple
 
-from torch import nn
 
 
 @dataclass
@@ -91,17 +90,3 @@ def source_of(frame_info) -> str:
     filename, lineno = frame_info
     return f"{os.path.basename(filename)}:{lineno}"
 
-
-def explain(model: nn.Module, *, approximate_match: bool = True,
-            bias: bool = True, add: bool = True, geglu: bool = True,
-            save_memory: bool = True, print_table: bool = True) -> Report:
-    """Prints (and returns) the table of every GELU site `fuse` would find
-    in `model` with these options: module path and source line, pattern,
-    what it would become or why it would be left. The model is not
-    changed."""
-    from .fusion import run_fuse
-    _, report = run_fuse(model, approximate_match=approximate_match, bias=bias,
-                      add=add, geglu=geglu, save_memory=save_memory, apply=False)
-    if print_table:
-        print(report.table())
-    return report

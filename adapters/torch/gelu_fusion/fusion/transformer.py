@@ -11,9 +11,9 @@ fused block runs in training and wherever the fast path does not apply.
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from . import fusion_runtime as rt
-from .fusion_explain import Site
-from .modules import GELU as _GELU
+from . import runtime as rt
+from .report import Site
+from ..modules import GELU as _GELU
 
 
 def _form(activation):

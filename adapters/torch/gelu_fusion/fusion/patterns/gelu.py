@@ -11,13 +11,13 @@ from typing import List
 
 from torch import nn
 
-from . import functional as _functional
-from . import fusion_graph as g
-from . import fusion_runtime as _runtime
-from .fusion_explain import Site
-from .fusion_trace import has_hooks
-from .modules import GELU as _GELU
-from .fusion_pattern import Pattern
+from ... import functional as _functional
+from .. import graph as g
+from .. import runtime as _runtime
+from ..report import Site
+from ..trace import has_hooks
+from ...modules import GELU as _GELU
+from ..pattern import Pattern
 
 _FORMS = ("none", "tanh", "quick")
 

@@ -1,18 +1,18 @@
 """fuse(model): find every GELU in a model's code and run it through
 gelu_fusion's ops, with bias, add and GeGLU fused where the graph allows.
 
-How: each module is traced with torch.fx (fusion_trace); where a module
+How: each module is traced with torch.fx (trace.py); where a module
 cannot be traced whole, fuse descends into its children, so one
 untraceable line costs only the module that holds it. In a traced graph the
-registry's patterns run in their order (fusion_registry: formulas, GELU
+registry's patterns run in their order (registry.py: formulas, GELU
 calls, GeGLU, bias, add, memory saving), each matching, then rewriting or
 giving its reason. Transformer layers are fused by their feed-forward block
-(fusion_transformer).
+(transformer.py).
 
 What stays: everything. A traced module keeps its object, class,
 submodules, Parameters, buffers and attributes; its calls run the fused
-graph through a FusedCall (fusion_call) while the modules the graph was
-traced through are unchanged and unhooked (fusion_guard), and its own
+graph through a FusedCall (call.py) while the modules the graph was
+traced through are unchanged and unhooked (guard.py), and its own
 forward otherwise. So the module tree, state_dict keys and an optimizer
 built before are unchanged, and whatever the user changes after `fuse`
 (hooks, a swapped module, an attribute) acts as it would unfused. A module
@@ -22,14 +22,12 @@ import dataclasses
 import warnings
 from typing import List, Tuple
 
-import torch
-import torch.fx
 from torch import nn
 
-from . import fusion_registry, fusion_transformer
-from .fusion_call import FusedCall, install, installed, uninstall
-from .fusion_explain import Report, Site
-from .fusion_trace import (Traced, Untraceable, _special_leaf,
+from . import call, registry, transformer
+from .call import FusedCall, install, installed, uninstall
+from .report import Report, Site
+from .trace import (Traced, Untraceable, _special_leaf,
                            check_mode_independent, code_of, holds_no_gelu, trace)
 
 
@@ -48,25 +46,14 @@ def _user_code(m: nn.Module) -> bool:
     return not type(m).__module__.startswith("torch.")
 
 
-class _GraphOf:
-    """What a pass works on: the graph, and the traced module's attributes
-    and submodules (get_submodule, parameters) for its checks."""
-
-    def __init__(self, m: nn.Module, graph: torch.fx.Graph):
-        self.graph, self._m = graph, m
-
-    def __getattr__(self, name):
-        return getattr(self._m, name)
-
-
 class _Run:
     def __init__(self, opts: dict, apply: bool):
         self.opts, self.apply, self.report = opts, apply, Report()
 
     def module(self, m: nn.Module, path: str) -> nn.Module:
         """m fused: a replacement, or m itself changed in place."""
-        if fusion_transformer.handles(m):
-            site = fusion_transformer.fuse(m, path, self.apply, self.opts["save_memory"])
+        if transformer.handles(m):
+            site = transformer.fuse(m, path, self.apply, self.opts["save_memory"])
             if site is not None:
                 self.report.sites.append(site)
             return m
@@ -117,7 +104,7 @@ class _Run:
         graph = traced.graph
         unfused = code_of(graph)
         calls_before = _module_calls(graph)
-        sites = self.passes(_GraphOf(m, graph), path)
+        sites = registry.apply(registry.GraphOf(m, graph), path, self.opts)
         checked = tuple(dict.fromkeys(r.label for r in traced.global_reads))
         for s in sites:
             s.checked, s.fixed = checked, tuple(traced.unwatched)
@@ -151,9 +138,6 @@ class _Run:
                              traced.global_reads, local, opts))
         return m
 
-    def passes(self, gm: _GraphOf, path: str) -> List[Site]:
-        """The registry's patterns, in order (fusion_registry)."""
-        return fusion_registry.apply(gm, path, self.opts)
 
 
 def _module_calls(graph) -> set:
@@ -224,3 +208,22 @@ def fuse(model: nn.Module, *, approximate_match: bool = True, bias: bool = True,
     if verbose:
         print(report.table())
     return out
+
+
+def explain(model: nn.Module, *, approximate_match: bool = True,
+            bias: bool = True, add: bool = True, geglu: bool = True,
+            save_memory: bool = True, print_table: bool = True) -> Report:
+    """Prints (and returns) the table of every GELU site `fuse` would find
+    in `model` with these options: module path and source line, pattern,
+    what it would become or why it would be left. The model is not
+    changed."""
+    _, report = run_fuse(model, approximate_match=approximate_match, bias=bias,
+                      add=add, geglu=geglu, save_memory=save_memory, apply=False)
+    if print_table:
+        print(report.table())
+    return report
+
+
+# A FusedCall that was pickled fuses its module again with this at its
+# first call (the call layer does not import the API above it).
+call.fuse_again_with(run_fuse)

@@ -7,7 +7,7 @@ per token, with the same results.
 Matched after the bias and GeGLU passes, the second Linear being an
 nn.Linear (exact type, no hooks) called as a module, F.linear, or Hugging
 Face's Conv1D traced through (GPT-2's MLP: addmm on the flattened input,
-weight [in, out]; fusion_conv1d), which runs as F.linear with weight.t():
+weight [in, out]; conv1d.py), which runs as F.linear with weight.t():
 
 - linear_bias_gelu(x, W1, b1) -> Linear   (nn.Linear / F.linear with bias)
 - addmm_bias_gelu(b1, a, W1) -> Linear    (a Conv1D before the GELU)
@@ -18,18 +18,18 @@ A dropout between the GELU and the second Linear is left unfused (the
 dropout's input is kept as PyTorch keeps it), except nn.Dropout(p=0),
 F.dropout with a constant p=0 (nn.Dropout(p=0) as torch.compile inlines it)
 and nn.Identity, which are dropped; explain() says which. Checked at each call
-(fusion_runtime): the tensors fit the kernels (else the original
+(runtime.py): the tensors fit the kernels (else the original
 expression).
 """
 import torch.nn.functional as F
 from torch import nn
 from torch.fx import Node
 
-from . import fusion_conv1d as conv1d
-from . import fusion_graph as g
-from . import fusion_runtime as rt
-from .fusion_trace import has_hooks
-from .fusion_pattern import Pattern
+from .. import conv1d as conv1d
+from .. import graph as g
+from .. import runtime as rt
+from ..trace import has_hooks
+from ..pattern import Pattern
 
 _DROPOUTS = (nn.Dropout, nn.AlphaDropout)
 _NOTE = "; with the next Linear as one node keeping the GELU's input, not its output"
@@ -45,7 +45,7 @@ def _second_linear(gm, node: Node):
     """(linear node, [nodes between], weight, bias, why) for the Linear that
     is node's only user (through p=0 dropouts / Identity); weight is None
     with `why` when there is none to fuse. A Conv1D traced through comes
-    back as its fusion_conv1d.Conv1DUse in place of the linear node."""
+    back as its conv1d.Conv1DUse in place of the linear node."""
     between = []
     cur = node
     while True:

@@ -5,7 +5,7 @@ its `_call_impl` (what nn.Module.__call__ runs).
 At each call the FusedCall runs the fused graph, with the module as
 `self` (so its Parameters, buffers and the modules the graph calls are
 read then, not at fuse time), when
-- the guard holds (fusion_guard: the modules the graph was traced through
+- the guard holds (guard.py: the modules the graph was traced through
   are the same objects, classes and attributes, without hooks);
 - the module itself has no hooks;
 - nothing is tracing or compiling the model (torch.fx, TorchScript,
@@ -24,9 +24,18 @@ import torch
 import torch.fx
 from torch import nn
 
-from .fusion_guard import Guard, module_hooks
+from .guard import Guard, module_hooks
 
 _KEY = "_call_impl"
+
+# fuse's own work (api.run_fuse), set by the API when it is imported, which
+# a pickled FusedCall calls to fuse its module again.
+_run_fuse = None
+
+
+def fuse_again_with(run_fuse) -> None:
+    global _run_fuse
+    _run_fuse = run_fuse
 
 
 def installed(m: nn.Module) -> Optional["FusedCall"]:
@@ -82,9 +91,8 @@ class FusedCall:
         return self.fn(m, *args, **kwargs)
 
     def _fuse_again(self) -> None:
-        from .fusion import run_fuse
         uninstall(self.module)
-        run_fuse(self.module, warn=False, **self.opts)
+        _run_fuse(self.module, warn=False, **self.opts)
 
     def __deepcopy__(self, memo):
         import copy

@@ -17,7 +17,6 @@ spellings.
 A match whose intermediate has another use is left (as ONNX Runtime does):
 fusing it would keep the formula's work and add ours.
 """
-import math
 import operator
 from typing import Dict, List, Optional, Tuple
 
@@ -25,19 +24,21 @@ import torch
 import torch.fx
 from torch.fx import Node
 
-from . import fusion_graph as g
-from .fusion_explain import Site
-from .fusion_pattern import Pattern
+from .. import graph as g
+from ..._surface import FORMS
+from ..report import Site
+from ..pattern import Pattern
 
 # Relative tolerance on each constant: accepts 1.4142 or 0.7071 for sqrt(2)
 # and 1/sqrt(2) (relative error 1e-5), 0.7978846 for sqrt(2/pi); refuses a
 # constant that would move the result by more than the kernels' own error.
 CONSTANT_RTOL = 1e-4
 
-SQRT1_2 = 1.0 / math.sqrt(2.0)           # erf form: erf(x / sqrt 2)
-SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)  # tanh form (Hendrycks & Gimpel)
-TANH_CUBIC = 0.044715                     # tanh form's cubic coefficient
-QUICK = 1.702                             # quick form: x * sigmoid(1.702 x)
+# The forms' constants, the library's own (_surface.FORMS).
+SQRT1_2 = FORMS["inv_sqrt2"]               # erf form: erf(x / sqrt 2)
+SQRT_2_OVER_PI = FORMS["sqrt_2_over_pi"]   # tanh form
+TANH_CUBIC = FORMS["tanh_cubic"]           # tanh form's cubic coefficient
+QUICK = FORMS["quick_scale"]               # quick form: x * sigmoid(QUICK x)
 
 _ADD = (operator.add, torch.add)
 _SUB = (operator.sub, torch.sub)

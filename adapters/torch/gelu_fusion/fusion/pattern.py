@@ -1,4 +1,4 @@
-"""One fusion of `fuse`, as the registry (fusion_registry.py) applies it."""
+"""One fusion of `fuse`, as the registry (registry.py) applies it."""
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 

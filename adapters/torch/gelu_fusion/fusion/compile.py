@@ -8,7 +8,7 @@ Dynamo inlines the modules: a graph holds F.linear, F.gelu, `+` and the
 chunks of a GeGLU as calls, the Parameters as its inputs. The passes of
 `fuse` (fusion.py) run on it unchanged: formulas, GELU calls, GeGLU, bias,
 add, and the GELU with the next Linear as one node that keeps the GELU's
-input for the backward (fusion_save_memory; under compile the node calls
+input for the backward (patterns/save_memory.py; under compile the node calls
 the functional *_and_value ops, gelu_linear.py). Bodies of higher-order
 ops (torch.utils.checkpoint's) are fused the same way.
 
@@ -24,9 +24,9 @@ import torch
 import torch.fx
 from torch.fx import Node
 
-from .fusion import _GraphOf, _Run
-from .fusion_explain import Report
-from .fusion_writes import Effects
+from . import registry
+from .report import Report
+from .writes import Effects
 
 _OPTIONS = ("approximate_match", "bias", "add", "geglu", "save_memory")
 
@@ -87,8 +87,8 @@ def fuse_graph(gm: torch.fx.GraphModule, options: Dict[str, bool],
         if isinstance(sub, torch.fx.GraphModule):
             fuse_graph(sub, options, report, f"{prefix}{name}.")
     _add_edges(gm.graph)
-    run = _Run(dict(options), apply=True)
-    report.sites.extend(run.passes(_GraphOf(gm, gm.graph), prefix.rstrip(".")))
+    report.sites.extend(registry.apply(registry.GraphOf(gm, gm.graph),
+                                       prefix.rstrip("."), dict(options)))
     _drop_edges(gm.graph)
     # Dead code is what the rewrites left unused; a call that writes a
     # tensor (h.mul_(3), whose result nobody uses) is not dead.

@@ -24,10 +24,10 @@ import torch.fx
 from torch import nn
 from torch.fx import Node
 
-from . import fusion_graph as g
-from . import fusion_runtime as rt
-from .fusion_trace import has_hooks
-from .fusion_pattern import Pattern
+from .. import graph as g
+from .. import runtime as rt
+from ..trace import has_hooks
+from ..pattern import Pattern
 
 _MUL = (operator.mul, torch.mul)
 

@@ -6,7 +6,7 @@ sit where, which Parameters are None, the plain attributes the code read
 as constants, the globals it read. `Guard.holds()` says whether all of
 that is still so, and whether anything would run differently if the
 modules were called one by one (hooks, a forward set on an object). When
-it does not hold, the module runs its own forward instead (fusion_call).
+it does not hold, the module runs its own forward instead (call.py).
 
 Modules the graph still calls as modules (call_module nodes) are not
 guarded: the graph calls whatever sits at their path then, with its hooks.
@@ -123,7 +123,7 @@ class _Entry:
 
 class Guard:
     """The state of `modules` (the root first) and of `global_reads`
-    (fusion_reads.Read: globals, attributes of Python modules and classes
+    (reads.Read: globals, attributes of Python modules and classes
     the code read) now, to compare with at each call."""
 
     def __init__(self, root: nn.Module, modules: List[nn.Module],

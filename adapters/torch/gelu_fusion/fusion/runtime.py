@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .functional import add_gelu, bias_gelu, geglu, gelu
+from ..functional import add_gelu, bias_gelu, geglu, gelu
 
 __all__ = ["bias_gelu_or_add", "add_bias_gelu", "linear_bias_gelu", "addmm_bias_gelu",
            "add_gelu_or_add", "geglu_halves", "geglu_halves_gelu_second",
@@ -136,7 +136,7 @@ def geglu_two_linears_bias(x: Tensor, w_gate: Tensor, w_up: Tensor,
     return geglu(F.linear(x, w, b), approximate)
 
 
-# --- The GELU and the next Linear as one node (fusion_save_memory) ---------
+# --- The GELU and the next Linear as one node (patterns/save_memory.py) ---------
 # Each keeps the GELU's input for the backward and not its output
 # (gelu_linear.py) where the tensors fit the kernels and a backward will
 # run; else (TorchScript, no grad, other dtypes or devices, forward-mode
@@ -144,8 +144,8 @@ def geglu_two_linears_bias(x: Tensor, w_gate: Tensor, w_up: Tensor,
 
 def _keeps_input(h: Tensor, w2: Tensor) -> bool:
     import torch.autograd.forward_ad as fwAD
-    from .functional import _on_kernel
-    from .gelu_linear import _transformed
+    from ..functional import _on_kernel
+    from ..gelu_linear import _transformed
     if not torch.is_grad_enabled() or fwAD._current_level >= 0:
         return False
     if torch._C._get_tracing_state() is not None or _transformed(h, w2):
@@ -158,7 +158,7 @@ def _keeps_input(h: Tensor, w2: Tensor) -> bool:
 @torch.jit.unused
 def _eager_bias_gelu_linear(h: Tensor, b1: Optional[Tensor], w2: Tensor,
                             b2: Optional[Tensor], approximate: str) -> Tensor:
-    from .gelu_linear import bias_gelu_linear
+    from ..gelu_linear import bias_gelu_linear
     if (b1 is None or _bias_fits(h, b1)) and _keeps_input(h, w2):
         return bias_gelu_linear(h, b1, w2, b2, approximate)
     y = gelu(h, approximate) if b1 is None else bias_gelu_or_add(h, b1, approximate)
@@ -168,7 +168,7 @@ def _eager_bias_gelu_linear(h: Tensor, b1: Optional[Tensor], w2: Tensor,
 @torch.jit.unused
 def _eager_geglu_linear(x: Tensor, w2: Tensor, b2: Optional[Tensor], approximate: str,
                         gelu_half: str) -> Tensor:
-    from .gelu_linear import geglu_linear
+    from ..gelu_linear import geglu_linear
     if _keeps_input(x, w2) and x.shape[-1] % 2 == 0:
         return geglu_linear(x, w2, b2, approximate, gelu_half)
     h = x.shape[-1] // 2
@@ -211,7 +211,7 @@ def addmm_bias_gelu_linear(bias: Tensor, a: Tensor, w: Tensor, shape: List[int],
 def conv1d_input_size(z: Tensor, weight: Tensor) -> List[int]:
     """The size of a Conv1D's input, from its output z = [..., out] and its
     weight [in, out]: what the Conv1D's own code asks of its input, once
-    the input is no longer a tensor in the graph (fusion_conv1d). A
+    the input is no longer a tensor in the graph (conv1d.py). A
     torch.Size in eager, as the input's size() is (List[int] scripted)."""
     return z.size()[:-1] + (weight.shape[0],)
 

@@ -12,9 +12,9 @@ import operator
 import torch
 import torch.fx
 
-from . import fusion_graph as g
-from . import fusion_runtime as rt
-from .fusion_pattern import Pattern
+from .. import graph as g
+from .. import runtime as rt
+from ..pattern import Pattern
 
 
 def fuse(gm) -> None:

@@ -3,8 +3,8 @@ user, constants, and replacing a matched subgraph by one call.
 
 A pass takes `gm`: the traced graph (gm.graph) and the traced module's
 submodules and attributes (gm.get_submodule, gm.<name>). It sees GELUs in
-one canonical form, made by fusion_gelu and
-fusion_gelu_formula: a call of gelu_fusion.gelu(x, form) whose
+one canonical form, made by patterns/gelu.py and
+patterns/formula.py: a call of gelu_fusion.gelu(x, form) whose
 node.meta['gf_site'] is the Site it reports on.
 """
 import operator
@@ -15,8 +15,8 @@ import torch.fx
 from torch import nn
 from torch.fx import Node
 
-from . import functional as _functional
-from .fusion_explain import Site, source_of
+from .. import functional as _functional
+from .report import Site, source_of
 
 CANONICAL_GELU = _functional.gelu
 

@@ -1,5 +1,5 @@
 """Which nodes of a traced graph write to a tensor, and which values may
-share memory: what the registry (fusion_registry) needs to hold every
+share memory: what the registry (registry.py) needs to hold every
 fusion to one rule, that a fused node reads its inputs as the original
 code read them.
 
@@ -36,8 +36,8 @@ import torch.fx
 from torch import nn
 from torch.fx import Node
 
-from . import functional as _functional
-from . import fusion_runtime as _runtime
+from .. import functional as _functional
+from . import runtime as _runtime
 
 # The in-place operators of Python: `t += v` is operator.iadd(t, v).
 _INPLACE_OPERATORS = frozenset(getattr(operator, n) for n in (
@@ -220,13 +220,13 @@ class Effects:
 
 @lru_cache(maxsize=None)
 def _ops_modules() -> tuple:
-    from .modules import GELU, LinearBiasGELU
+    from ..modules import GELU, LinearBiasGELU
     return (GELU, LinearBiasGELU)
 
 
 def describe_write(node: Node) -> str:
     """'`mul_` (model.py:12)': the writing call, for explain."""
-    from .fusion_explain import source_of
+    from .report import source_of
     t = node.target
     name = t if isinstance(t, str) else getattr(t, "__name__", str(t))
     if t is operator.setitem:

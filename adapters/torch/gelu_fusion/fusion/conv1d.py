@@ -1,5 +1,5 @@
 """Hugging Face's Conv1D (GPT-2's MLP) as the Linear after a GELU, for the
-memory-saving pass (fusion_save_memory).
+memory-saving pass (patterns/save_memory.py).
 
 Conv1D is a Linear with its weight stored [in, out]; traced through, its
 forward on the GELU's output y reads
@@ -28,8 +28,8 @@ import torch.fx
 from torch import nn
 from torch.fx import Node
 
-from . import fusion_graph as g
-from . import fusion_runtime as rt
+from . import graph as g
+from . import runtime as rt
 
 _VIEWS = (torch.reshape,)
 _VIEW_METHODS = ("view", "reshape")

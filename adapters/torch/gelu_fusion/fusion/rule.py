@@ -14,7 +14,7 @@ Both are a write to an input after the place the original first read it.
 Where the graph has one, the rewrite is undone: the nodes it replaced come
 back as they were, the sites it changed get back what they said before the
 pattern ran, and `explain` says which write kept the pattern from applying.
-Writes are found from the calls' own declarations (fusion_writes).
+Writes are found from the calls' own declarations (writes.py).
 
 Usage, around each pattern: `before = Before(graph, sites)`, the pattern
 rewrites, `enforce(gm, before, pattern_name)`.
@@ -25,8 +25,8 @@ from typing import Dict, List, Set
 import torch.fx
 from torch.fx import Node
 
-from .fusion_explain import Site
-from .fusion_writes import Effects, describe_write, written_between
+from .report import Site
+from .writes import Effects, describe_write, written_between
 
 _CALLS = ("call_function", "call_method", "call_module")
 

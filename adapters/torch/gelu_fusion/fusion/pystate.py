@@ -16,7 +16,7 @@ trains:
 
 It also lists what the model code read outside the modules' own state (a
 module-level constant, a functional such as F.gelu, a class attribute),
-which the fused graph has folded in (fusion_reads); fusion_guard checks
+which the fused graph has folded in (reads.py); guard.py checks
 them at each call.
 """
 import os
@@ -29,8 +29,8 @@ from typing import List, Set, Tuple
 import torch
 from torch import nn
 
-from .fusion_guard import freeze
-from .fusion_reads import scan
+from .guard import freeze
+from .reads import scan
 
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__))
 _OUR_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -129,7 +129,7 @@ class Watch:
     def _undo_writes(self) -> List[str]:
         """Puts back the attributes the traced forward set (a trace must
         leave the model as it was); returns 'Class.name' of each."""
-        from .fusion_guard import _MODULE_INTERNALS
+        from .guard import _MODULE_INTERNALS
         out = []
         for m, _ in self._before.values():
             old = self._values[id(m)]
@@ -172,11 +172,11 @@ class Watch:
 
     def reads(self, modules):
         """(the reads the guard watches, the facts it cannot watch) of the
-        model code that ran during the trace (fusion_reads), for the
+        model code that ran during the trace (reads.py), for the
         modules traced into."""
         return scan(self.globals_of.items(), modules)
 
 
 def _writable(m: nn.Module) -> dict:
-    from .fusion_guard import _MODULE_INTERNALS
+    from .guard import _MODULE_INTERNALS
     return {k: freeze(v) for k, v in m.__dict__.items() if k not in _MODULE_INTERNALS}

@@ -2,7 +2,7 @@
 found from the bytecode of the code that ran: the facts a fused graph took
 as fixed.
 
-Watched (fusion_guard compares each at every call, by identity for
+Watched (guard compares each at every call, by identity for
 functions, classes and modules, by value for plain data):
 - the globals the code read (`SCALE`, a helper function, `F`);
 - attributes of Python modules and classes reached from a global
@@ -13,7 +13,7 @@ functions, classes and modules, by value for plain data):
 
 Not watched, and listed by `explain`: the variables of closures the code
 read, and what objects held by the model or a global hold beyond the
-first level (fusion_guard.freeze compares one level of their attributes).
+first level (guard.freeze compares one level of their attributes).
 """
 import dis
 import enum
