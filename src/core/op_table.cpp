@@ -2,6 +2,9 @@
 
 #include <sstream>
 
+#include "core/cpu_chunk.hpp"
+#include "cpu/kernels.hpp"
+
 namespace gelu::core {
 namespace {
 
@@ -22,26 +25,38 @@ constexpr AttrDecl kAttrs[] = {
      "is x[..., :H] * gelu(x[..., H:])"},
 };
 
-// OpDecl::call for each op: its public function, tensors in table order.
-using Ts = std::span<const TensorRef>;
-// Tensor `i`, or TensorRef{} (not requested) where an optional output is
-// left out of `t`.
-TensorRef opt(Ts t, size_t i) { return i < t.size() ? t[i] : TensorRef{}; }
-void call_gelu(Ts t, const Options& o) { gelu::gelu(t[0], t[1], o); }
-void call_gelu_backward(Ts t, const Options& o) {
-  gelu::gelu_backward(t[0], t[1], t[2], opt(t, 3), o);
+// OpDecl::cpu for each op: its kernel on one task (CpuChunk: the tensors
+// in table order, offset to the task).
+using C = const CpuChunk&;
+void cpu_gelu(C c) {
+  cpu::gelu_fwd(c.approx, c.dtype, c.cols, c.in(0), c.out(1), c.stream);
 }
-void call_bias_gelu(Ts t, const Options& o) { gelu::bias_gelu(t[0], t[1], t[2], o); }
-void call_bias_gelu_backward(Ts t, const Options& o) {
-  gelu::bias_gelu_backward(t[0], t[1], t[2], t[3], t[4], opt(t, 5), o);
+void cpu_gelu_backward(C c) {
+  cpu::gelu_bwd(c.approx, c.dtype, c.cols, c.in(0), c.in(1), c.out(2), c.out(3),
+                c.stream);
 }
-void call_add_gelu(Ts t, const Options& o) { gelu::add_gelu(t[0], t[1], t[2], o); }
-void call_add_gelu_backward(Ts t, const Options& o) {
-  gelu::add_gelu_backward(t[0], t[1], t[2], t[3], o);
+void cpu_bias_gelu(C c) {
+  cpu::bias_fwd(c.approx, c.dtype, c.rows, c.cols, c.row_len, c.in(0), c.in(1),
+                c.out(2), c.stream);
 }
-void call_geglu(Ts t, const Options& o) { gelu::geglu(t[0], t[1], o); }
-void call_geglu_backward(Ts t, const Options& o) {
-  gelu::geglu_backward(t[0], t[1], t[2], opt(t, 3), o);
+void cpu_bias_gelu_backward(C c) {
+  cpu::bias_bwd(c.approx, c.dtype, c.rows, c.cols, c.row_len, c.in(0), c.in(1), c.in(2),
+                c.out(3), c.partial, c.out(5), c.stream);
+}
+void cpu_add_gelu(C c) {
+  cpu::add_fwd(c.approx, c.dtype, c.cols, c.in(0), c.in(1), c.out(2), c.stream);
+}
+void cpu_add_gelu_backward(C c) {
+  cpu::add_bwd(c.approx, c.dtype, c.cols, c.in(0), c.in(1), c.in(2), c.out(3),
+               c.stream);
+}
+void cpu_geglu(C c) {
+  cpu::geglu_fwd(c.approx, c.dtype, c.rows, c.cols, c.row_len, c.in(0), c.out(1),
+                 c.gelu_second, c.stream);
+}
+void cpu_geglu_backward(C c) {
+  cpu::geglu_bwd(c.approx, c.dtype, c.rows, c.cols, c.row_len, c.in(0), c.in(1),
+                 c.out(2), c.gelu_second, c.out(3), c.stream);
 }
 
 constexpr OpDecl kOps[] = {
@@ -55,7 +70,7 @@ constexpr OpDecl kOps[] = {
      "gelu_backward",
      nullptr,
      nullptr,
-     call_gelu},
+     cpu_gelu},
     {OpId::gelu_backward,
      "gelu_backward",
      {{"dy", R::dy, S::same},
@@ -69,7 +84,7 @@ constexpr OpDecl kOps[] = {
      nullptr,
      "gelu",
      "x",
-     call_gelu_backward},
+     cpu_gelu_backward},
     {OpId::bias_gelu,
      "bias_gelu",
      {{"x", R::x, S::primary}, {"bias", R::addend, S::last_dim}, {"y", R::y, S::same}},
@@ -80,7 +95,7 @@ constexpr OpDecl kOps[] = {
      "bias_gelu_backward",
      nullptr,
      nullptr,
-     call_bias_gelu},
+     cpu_bias_gelu},
     {OpId::bias_gelu_backward,
      "bias_gelu_backward",
      {{"dy", R::dy, S::same},
@@ -97,7 +112,7 @@ constexpr OpDecl kOps[] = {
      nullptr,
      "bias_gelu",
      "x, bias",
-     call_bias_gelu_backward},
+     cpu_bias_gelu_backward},
     {OpId::add_gelu,
      "add_gelu",
      {{"a", R::x, S::primary}, {"b", R::addend, S::same}, {"y", R::y, S::same}},
@@ -108,7 +123,7 @@ constexpr OpDecl kOps[] = {
      "add_gelu_backward",
      nullptr,
      nullptr,
-     call_add_gelu},
+     cpu_add_gelu},
     {OpId::add_gelu_backward,
      "add_gelu_backward",
      {{"dy", R::dy, S::same},
@@ -122,7 +137,7 @@ constexpr OpDecl kOps[] = {
      nullptr,
      "add_gelu",
      "a, b",
-     call_add_gelu_backward},
+     cpu_add_gelu_backward},
     {OpId::geglu,
      "geglu",
      {{"x", R::x, S::primary}, {"y", R::y, S::half_last}},
@@ -133,7 +148,7 @@ constexpr OpDecl kOps[] = {
      "geglu_backward",
      nullptr,
      nullptr,
-     call_geglu},
+     cpu_geglu},
     {OpId::geglu_backward,
      "geglu_backward",
      {{"dy", R::dy, S::half_last},
@@ -149,7 +164,7 @@ constexpr OpDecl kOps[] = {
      nullptr,
      "geglu",
      "x",
-     call_geglu_backward},
+     cpu_geglu_backward},
 };
 
 static_assert(std::size(kOps) == static_cast<size_t>(OpId::geglu_backward) + 1,

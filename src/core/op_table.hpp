@@ -1,10 +1,12 @@
 // One declaration per op: the single source of truth for each op's tensors
 // (their roles, shape and dtype rules), its kind (how it is planned), its
-// attributes and its forward/backward pairing. The public functions validate
-// (validate.hpp) and plan (plan.hpp: plan_op) through it; `gelu-fusion ops`
-// and `gelu-fusion plan`, the report, the benchmarks and the tests take the
-// op list from all_ops(). Adding an op means one entry here, its public
-// function and kernel, and its tests.
+// attributes, its forward/backward pairing and its CPU kernel. The public
+// functions are one call each of the generic entry (run_op.hpp), which
+// validates (validate.hpp), plans (plan.hpp: plan_op) and runs the kernel
+// through it; `gelu-fusion ops` and `gelu-fusion plan`, the report, the
+// benchmarks and the tests take the op list from all_ops(). Adding an op of
+// an existing kind means one entry here (and its OpId), its public
+// declaration and one-line function, and its tests.
 #pragma once
 
 #include <cstdint>
@@ -76,6 +78,9 @@ enum class OpKind {
   gated,        // the last dimension is [value | gate]: rows x half of it
 };
 
+struct CpuChunk;
+using CpuKernel = void (*)(const CpuChunk&);
+
 struct AttrDecl {
   const char* name;
   const char* type;
@@ -99,10 +104,9 @@ struct OpDecl {
   const char* backward;
   const char* forward;
   const char* saved;
-  // Calls the op's public function with `tensors` in the order above, for
-  // tools that run any op of the table (the report, the benchmarks);
-  // trailing optional outputs may be left out (not requested).
-  void (*call)(std::span<const TensorRef> tensors, const Options& options);
+  // The op's CPU kernel on one task (cpu_chunk.hpp), which the generic
+  // entry (run_op.hpp) plans by `kind` and runs over the tasks.
+  CpuKernel cpu;
 
   bool is_backward() const { return forward != nullptr; }
   // The forward op's name: the op family (the report's chart row).

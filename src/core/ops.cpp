@@ -3,10 +3,13 @@
 // kernels (here).
 #include <algorithm>
 #include <memory>
+#include <span>
 #include <vector>
 
+#include "core/cpu_chunk.hpp"
 #include "core/op_table.hpp"
 #include "core/plan.hpp"
+#include "core/run_op.hpp"
 #include "core/validate.hpp"
 #include "cpu/kernels.hpp"
 #include "gelu/gelu.hpp"
@@ -18,8 +21,11 @@
 namespace gelu {
 namespace {
 
+using core::CpuChunk;
 using core::OpId;
+using core::OpKind;
 using core::Plan;
+using core::Role;
 using core::Task;
 using core::TensorArg;
 
@@ -29,9 +35,6 @@ TensorArg arg(const TensorRef& t) { return {t.data, t.dtype, &t.shape}; }
 // Byte pointer to element `i` of a tensor of dtype `t`.
 const char* at(const void* p, DType t, int64_t i) {
   return static_cast<const char*>(p) + i * static_cast<int64_t>(dtype_size(t));
-}
-char* at(void* p, DType t, int64_t i) {
-  return static_cast<char*>(p) + i * static_cast<int64_t>(dtype_size(t));
 }
 
 thread_local int g_last_team = 1;
@@ -66,8 +69,6 @@ Plan plan_for(OpId id, const std::vector<int64_t>& primary, DType t, const Optio
   return core::plan_op(id, primary, t, o, core::this_machine(), with_optional);
 }
 
-int64_t last_dim(const std::vector<int64_t>& s) { return s.back(); }
-
 // Room for bias_gelu_backward's partial sums (row_tasks x cols doubles, up
 // to kMaxDbiasRowTasks x cols). Allocated per call, that buffer came back
 // as fresh pages (glibc maps large blocks and unmaps them on free), and
@@ -93,178 +94,157 @@ double* partial_sums(size_t count, std::unique_ptr<double[]>& owned) {
 // Whether no output of the call is also one of its inputs. In place, the
 // output's lines are in cache already (the kernel has just read them), so
 // plain stores cost no extra read and stay there for the next op.
-template <size_t K>
-bool outputs_apart(OpId id, const TensorArg (&args)[K]) {
-  const core::OpDecl& op = core::op_decl(id);
-  for (size_t i = 0; i < K; ++i) {
+bool outputs_apart(const core::OpDecl& op, std::span<const TensorArg> args) {
+  for (size_t i = 0; i < args.size(); ++i) {
     if (!op.tensors[i].output() || args[i].data == nullptr) continue;
-    for (size_t j = 0; j < K; ++j)
+    for (size_t j = 0; j < args.size(); ++j)
       if (!op.tensors[j].output() && args[j].data == args[i].data) return false;
   }
   return true;
 }
 
-// An element-wise op: validate, then run kernel(dtype, first, count, stream)
-// over the plan's chunks (stream: non-temporal stores, Plan::stream_outputs).
-template <size_t K, class Kernel>
-void eltwise(OpId id, const TensorArg (&args)[K], const Options& o, Kernel&& kernel) {
-  core::validate(id, args, o);
-  const int64_t n = numel(*args[0].shape);
-  if (n == 0) return;
-  const DType t = args[0].dtype;
-  // An optional output present is one more stream (the last argument).
-  const bool with_optional = K > static_cast<size_t>(
-                                     core::op_decl(id).required_tensors()) &&
-                             args[K - 1].data != nullptr;
-  const Plan p = plan_for(id, *args[0].shape, t, o, with_optional);
-  const bool stream = p.stream_outputs && outputs_apart(id, args);
-  run_tasks(p, [&](const Task& k) { kernel(t, k.col0, k.cols, stream); });
+// Element offset of tensor `i` of `op` at a task's first element: per-column
+// tensors by the task's first column, the others by its first row too (a
+// gated op's x and dx hold two planned elements per planned column).
+int64_t offset_of(const core::OpDecl& op, int i, const Task& k, int64_t row_len) {
+  if (op.tensors[i].shape == core::ShapeRule::last_dim) return k.col0;
+  return k.row0 * row_len * op.elements_per_planned(i) + k.col0;
 }
-
-// Element `i` of an optional output, or null where it is absent.
-char* at_or_null(void* p, DType t, int64_t i) { return p ? at(p, t, i) : nullptr; }
 
 }  // namespace
 
 namespace core {
+
+void run_op(OpId id, std::span<const TensorArg> args, const Options& o) {
+  validate(id, args, o);
+  const OpDecl& op = op_decl(id);
+  const int primary = op.primary();
+  const std::vector<int64_t>& shape = *args[primary].shape;
+  const DType t = args[primary].dtype;
+  const int n_args = static_cast<int>(args.size());
+  const int reduce = op.kind == OpKind::rows_reduce ? op.tensor_of(Role::dbias) : -1;
+  if (reduce >= 0) {
+    const int64_t cols = shape.back();
+    if (cols == 0) return;
+    if (numel(shape) == 0) {  // the sum over no rows: 0
+      const std::vector<double> zeros(static_cast<size_t>(cols), 0.0);
+      cpu::sums_to(args[reduce].dtype, cols, 1, zeros.data(),
+                   const_cast<void*>(args[reduce].data));
+      return;
+    }
+  } else if (numel(shape) == 0) {
+    return;
+  }
+  // An optional output present is one more stream.
+  bool with_optional = false;
+  for (int i = op.required_tensors(); i < n_args; ++i)
+    with_optional = with_optional || args[i].data != nullptr;
+  const Plan p = plan_for(id, shape, t, o, with_optional);
+  const bool stream = p.stream_outputs && outputs_apart(op, args);
+  // Per row block, per column: the block's sum (rows_reduce). Row blocks do
+  // not depend on the thread count and are combined in block order below,
+  // so the sums are bit-identical for any number of threads. Every block's
+  // row of sums is stored by its kernel call: no initialisation.
+  std::unique_ptr<double[]> owned;
+  double* const partial = reduce >= 0
+                              ? partial_sums(static_cast<size_t>(p.row_tasks * p.cols),
+                                             owned)
+                              : nullptr;
+  run_tasks(p, [&](const Task& k) {
+    CpuChunk c{.approx = o.approximate,
+               .dtype = t,
+               .rows = k.rows,
+               .cols = k.cols,
+               .row_len = p.cols,
+               .tensors = {},
+               .partial = nullptr,
+               .gelu_second = o.gelu_half == GeluHalf::second,
+               .stream = stream};
+    for (int i = 0; i < n_args; ++i)
+      if (i != reduce && args[i].data != nullptr)
+        c.tensors[i] = const_cast<char*>(
+            at(args[i].data, args[i].dtype, offset_of(op, i, k, p.cols)));
+    if (reduce >= 0) c.partial = partial + k.row_task * p.cols + k.col0;
+    op.cpu(c);
+  });
+  // sums_to adds the blocks in block order per column, rounds once to f32
+  // and stores the sum in its dtype, in one vector pass: scalar loops and an
+  // allocated f32 buffer cost as much as the kernel on short calls
+  // (docs/notes/kernel-decisions.md, "dbias summed in one vector pass"). It
+  // is written last: it may be the bias buffer itself (in place).
+  if (reduce >= 0)
+    cpu::sums_to(args[reduce].dtype, p.cols, p.row_tasks, partial,
+                 const_cast<void*>(args[reduce].data));
+}
+
+void call_op(const OpDecl& op, std::span<const TensorRef> tensors, const Options& o) {
+  TensorArg args[kMaxTensors];
+  const size_t n = std::min(tensors.size(), static_cast<size_t>(kMaxTensors));
+  for (size_t i = 0; i < n; ++i) args[i] = arg(tensors[i]);
+  run_op(op.id, std::span<const TensorArg>(args, n), o);
+}
+
 int last_run_threads() { return g_last_team; }
 }  // namespace core
 
+// The public functions (gelu.hpp): tensors in table order.
+namespace {
+template <size_t K>
+void run(OpId id, const TensorArg (&args)[K], const Options& o) {
+  core::run_op(id, args, o);
+}
+}  // namespace
+
 void gelu(ConstTensorRef x, TensorRef y, const Options& o) {
-  eltwise(OpId::gelu, {arg(x), arg(y)}, o,
-          [&](DType t, int64_t c0, int64_t nc, bool stream) {
-            cpu::gelu_fwd(o.approximate, t, nc, at(x.data, t, c0), at(y.data, t, c0),
-                          stream);
-          });
+  run(OpId::gelu, {arg(x), arg(y)}, o);
 }
 
 void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
                    const Options& o) {
-  gelu_backward(dy, x, dx, TensorRef{}, o);
+  run(OpId::gelu_backward, {arg(dy), arg(x), arg(dx)}, o);
 }
 
 void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
                    const Options& o) {
-  eltwise(OpId::gelu_backward, {arg(dy), arg(x), arg(dx), arg(y)}, o,
-          [&](DType t, int64_t c0, int64_t nc, bool stream) {
-            cpu::gelu_bwd(o.approximate, t, nc, at(dy.data, t, c0), at(x.data, t, c0),
-                          at(dx.data, t, c0), at_or_null(y.data, t, c0), stream);
-          });
+  run(OpId::gelu_backward, {arg(dy), arg(x), arg(dx), arg(y)}, o);
 }
 
 void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y, const Options& o) {
-  eltwise(OpId::add_gelu, {arg(a), arg(b), arg(y)}, o,
-          [&](DType t, int64_t c0, int64_t nc, bool stream) {
-            cpu::add_fwd(o.approximate, t, nc, at(a.data, t, c0), at(b.data, t, c0),
-                         at(y.data, t, c0), stream);
-          });
+  run(OpId::add_gelu, {arg(a), arg(b), arg(y)}, o);
 }
 
 void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
                        TensorRef dx, const Options& o) {
-  eltwise(OpId::add_gelu_backward, {arg(dy), arg(a), arg(b), arg(dx)}, o,
-          [&](DType t, int64_t c0, int64_t nc, bool stream) {
-            cpu::add_bwd(o.approximate, t, nc, at(dy.data, t, c0), at(a.data, t, c0),
-                         at(b.data, t, c0), at(dx.data, t, c0), stream);
-          });
+  run(OpId::add_gelu_backward, {arg(dy), arg(a), arg(b), arg(dx)}, o);
 }
 
 void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y, const Options& o) {
-  const TensorArg args[] = {arg(x), arg(bias), arg(y)};
-  core::validate(OpId::bias_gelu, args, o);
-  const int64_t n = numel(x.shape);
-  if (n == 0) return;
-  const DType t = x.dtype;
-  const int64_t cols = last_dim(x.shape);
-  const Plan p = plan_for(OpId::bias_gelu, x.shape, t, o);
-  const bool stream = p.stream_outputs && outputs_apart(OpId::bias_gelu, args);
-  run_tasks(p, [&](const Task& k) {
-    const int64_t i0 = k.row0 * cols + k.col0;
-    cpu::bias_fwd(o.approximate, t, k.rows, k.cols, cols, at(x.data, t, i0),
-                  at(bias.data, t, k.col0), at(y.data, t, i0), stream);
-  });
+  run(OpId::bias_gelu, {arg(x), arg(bias), arg(y)}, o);
 }
 
 void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
                         TensorRef dx, TensorRef dbias, const Options& o) {
-  bias_gelu_backward(dy, x, bias, dx, dbias, TensorRef{}, o);
+  run(OpId::bias_gelu_backward, {arg(dy), arg(x), arg(bias), arg(dx), arg(dbias)}, o);
 }
 
 void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
                         TensorRef dx, TensorRef dbias, TensorRef y, const Options& o) {
-  const TensorArg args[] = {arg(dy), arg(x), arg(bias), arg(dx), arg(dbias), arg(y)};
-  core::validate(OpId::bias_gelu_backward, args, o);
-  const DType t = x.dtype;
-  const int64_t cols = last_dim(x.shape);
-  if (cols == 0) return;
-  const int64_t rows = numel(x.shape) / cols;
-  if (rows == 0) {  // the sum over no rows: dbias = 0
-    const std::vector<double> zeros(static_cast<size_t>(cols), 0.0);
-    cpu::sums_to(dbias.dtype, cols, 1, zeros.data(), dbias.data);
-    return;
-  }
-  // Per row block, per column: the block's sum of dx. Row blocks do not
-  // depend on the thread count and are combined in block order below, so
-  // dbias is bit-identical for any number of threads.
-  const Plan p = plan_for(OpId::bias_gelu_backward, x.shape, t, o, y.data != nullptr);
-  // Every block's row of sums is stored by its kernel call, so the buffer
-  // needs no initialisation.
-  std::unique_ptr<double[]> owned;
-  double* const partial = partial_sums(static_cast<size_t>(p.row_tasks * cols), owned);
-  const bool stream = p.stream_outputs && outputs_apart(OpId::bias_gelu_backward, args);
-  run_tasks(p, [&](const Task& k) {
-    const int64_t i0 = k.row0 * cols + k.col0;
-    cpu::bias_bwd(o.approximate, t, k.rows, k.cols, cols, at(dy.data, t, i0),
-                  at(x.data, t, i0), at(bias.data, t, k.col0), at(dx.data, t, i0),
-                  partial + k.row_task * cols + k.col0, at_or_null(y.data, t, i0),
-                  stream);
-  });
-  // sums_to adds the blocks in block order per column, rounds once to f32
-  // and stores dbias in its dtype, in one vector pass: scalar loops and an
-  // allocated f32 buffer cost as much as the kernel on short calls
-  // (docs/notes/kernel-decisions.md, "dbias summed in one vector pass"). dbias is
-  // written last: it may be the bias buffer itself (in place).
-  cpu::sums_to(dbias.dtype, cols, p.row_tasks, partial, dbias.data);
+  run(OpId::bias_gelu_backward,
+      {arg(dy), arg(x), arg(bias), arg(dx), arg(dbias), arg(y)}, o);
 }
 
 void geglu(ConstTensorRef x, TensorRef y, const Options& o) {
-  const TensorArg args[] = {arg(x), arg(y)};
-  core::validate(OpId::geglu, args, o);
-  const int64_t n = numel(x.shape);
-  if (n == 0) return;
-  const DType t = x.dtype;
-  const int64_t h = last_dim(x.shape) / 2;
-  const Plan p = plan_for(OpId::geglu, x.shape, t, o);
-  const bool stream = p.stream_outputs && outputs_apart(OpId::geglu, args);
-  run_tasks(p, [&](const Task& k) {
-    cpu::geglu_fwd(
-        o.approximate, t, k.rows, k.cols, h, at(x.data, t, k.row0 * 2 * h + k.col0),
-        at(y.data, t, k.row0 * h + k.col0), o.gelu_half == GeluHalf::second, stream);
-  });
+  run(OpId::geglu, {arg(x), arg(y)}, o);
 }
 
 void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
                     const Options& o) {
-  geglu_backward(dy, x, dx, TensorRef{}, o);
+  run(OpId::geglu_backward, {arg(dy), arg(x), arg(dx)}, o);
 }
 
 void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
                     const Options& o) {
-  const TensorArg args[] = {arg(dy), arg(x), arg(dx), arg(y)};
-  core::validate(OpId::geglu_backward, args, o);
-  const int64_t n = numel(x.shape);
-  if (n == 0) return;
-  const DType t = x.dtype;
-  const int64_t h = last_dim(x.shape) / 2;
-  const Plan p = plan_for(OpId::geglu_backward, x.shape, t, o, y.data != nullptr);
-  const bool stream = p.stream_outputs && outputs_apart(OpId::geglu_backward, args);
-  run_tasks(p, [&](const Task& k) {
-    cpu::geglu_bwd(
-        o.approximate, t, k.rows, k.cols, h, at(dy.data, t, k.row0 * h + k.col0),
-        at(x.data, t, k.row0 * 2 * h + k.col0), at(dx.data, t, k.row0 * 2 * h + k.col0),
-        o.gelu_half == GeluHalf::second, at_or_null(y.data, t, k.row0 * h + k.col0),
-        stream);
-  });
+  run(OpId::geglu_backward, {arg(dy), arg(x), arg(dx), arg(y)}, o);
 }
 
 }  // namespace gelu

@@ -73,8 +73,7 @@ void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
     fail(op, "num_threads is " + std::to_string(opts.num_threads) +
                  ", expected >= 0 (0 = library default)");
   if (opts.gelu_half != GeluHalf::first &&
-      (opts.gelu_half != GeluHalf::second ||
-       (id != OpId::geglu && id != OpId::geglu_backward)))
+      (opts.gelu_half != GeluHalf::second || op.kind != OpKind::gated))
     fail(op, std::string("gelu_half is ") + gelu_half_name(opts.gelu_half) +
                  (opts.gelu_half == GeluHalf::second
                       ? ", expected the default 'first' (it applies to geglu only)"

@@ -1,6 +1,8 @@
 // The public CUDA ops (gelu_cuda.hpp): validate through the op table, as
 // the CPU ops do, check that the current device can run the kernels, then
 // enqueue them (launch.hpp). No math here and no checks in the kernels.
+#include <algorithm>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,150 +16,181 @@ namespace gelu::cuda {
 namespace {
 
 using core::OpId;
+using core::OpKind;
+using core::Role;
 using core::TensorArg;
 using detail::Addend;
 
 TensorArg arg(const ConstTensorRef& t) { return {t.data, t.dtype, &t.shape}; }
 TensorArg arg(const TensorRef& t) { return {t.data, t.dtype, &t.shape}; }
 
-// Validates the call, then checks the device: misuse is reported as on the
-// CPU, whatever the GPU.
-template <size_t K>
-void check(OpId id, const TensorArg (&args)[K], const Options& o) {
-  core::validate(id, args, o);
-  const std::string problem = detail::device_problem();
-  if (!problem.empty())
-    throw Error(std::string(core::op_decl(id).name) + ": " + problem);
+int64_t last_dim(const std::vector<int64_t>& s) { return s.empty() ? 1 : s.back(); }
+
+// Bytes of workspace an op of kind rows_reduce takes (its partial sums).
+std::size_t reduce_workspace_bytes(const std::vector<int64_t>& shape) {
+  const int64_t cols = last_dim(shape);
+  if (cols == 0) return 0;
+  return static_cast<std::size_t>(
+      detail::dbias_workspace_bytes(numel(shape) / cols, cols));
 }
 
-int64_t last_dim(const std::vector<int64_t>& s) { return s.empty() ? 1 : s.back(); }
+// The generic entry: validates, checks the device, then launches by the
+// op's kind and direction, with its tensors found by role.
+void run_op(const core::OpDecl& op, std::span<const TensorArg> a, const Options& o,
+            Stream s, Workspace w) {
+  core::validate(op.id, a, o);
+  const int primary = op.primary();
+  const std::vector<int64_t>& shape = *a[primary].shape;
+  if (op.kind == OpKind::rows_reduce) {
+    const std::size_t need = reduce_workspace_bytes(shape);
+    if (w.data != nullptr && w.bytes < need)
+      throw Error(std::string(op.name) + ": workspace has " + std::to_string(w.bytes) +
+                  " bytes, expected at least " + std::to_string(need) +
+                  " (gelu::cuda::" + op.name + "_workspace_bytes)");
+  }
+  const std::string problem = detail::device_problem();
+  if (!problem.empty()) throw Error(std::string(op.name) + ": " + problem);
+
+  const auto in = [&](Role r) -> const void* {
+    const int i = op.tensor_of(r);
+    return i >= 0 && i < static_cast<int>(a.size()) ? a[i].data : nullptr;
+  };
+  const auto out = [&](Role r) { return const_cast<void*>(in(r)); };
+  const Approx f = o.approximate;
+  const DType t = a[primary].dtype;
+  const int64_t n = numel(shape);
+  const int addend = op.tensor_of(Role::addend);
+  const Addend add = addend < 0 ? Addend::none
+                     : op.tensors[addend].shape == core::ShapeRule::last_dim
+                         ? Addend::column
+                         : Addend::same;
+  const int64_t cols = add == Addend::column ? last_dim(shape) : 1;
+  switch (op.kind) {
+    case OpKind::eltwise:
+    case OpKind::rows:
+      if (op.is_backward())
+        detail::backward(f, t, add, n, cols, in(Role::dy), in(Role::x),
+                         in(Role::addend), out(Role::dx), out(Role::y), s);
+      else
+        detail::forward(f, t, add, n, cols, in(Role::x), in(Role::addend), out(Role::y),
+                        s);
+      return;
+    case OpKind::gated: {
+      const int64_t h = last_dim(shape) / 2;
+      const int64_t rows = h ? n / (2 * h) : 0;
+      const bool second = o.gelu_half == GeluHalf::second;
+      if (op.is_backward())
+        detail::geglu_backward(f, t, rows, h, second, in(Role::dy), in(Role::x),
+                               out(Role::dx), out(Role::y), s);
+      else detail::geglu_forward(f, t, rows, h, second, in(Role::x), out(Role::y), s);
+      return;
+    }
+    case OpKind::rows_reduce: {
+      const int64_t c = last_dim(shape);
+      if (c == 0) return;
+      const int sum = op.tensor_of(Role::dbias);
+      const std::size_t need = reduce_workspace_bytes(shape);
+      void* owned = nullptr;
+      void* partial = w.data;
+      if (partial == nullptr && need > 0)
+        partial = owned = detail::stream_alloc(need, s);
+      try {
+        detail::bias_backward(f, t, a[sum].dtype, n / c, c, in(Role::dy), in(Role::x),
+                              in(Role::addend), out(Role::dx), out(Role::y),
+                              static_cast<double*>(partial), out(Role::dbias), s);
+      } catch (...) {
+        detail::stream_free(owned, s);
+        throw;
+      }
+      detail::stream_free(owned, s);
+      return;
+    }
+  }
+}
+
+template <size_t K>
+void run(OpId id, const TensorArg (&args)[K], const Options& o, Stream s,
+         Workspace w = {}) {
+  run_op(core::op_decl(id), args, o, s, w);
+}
 
 }  // namespace
 
 const char* architectures() { return detail::built_architectures(); }
 
+// The public functions (gelu_cuda.hpp): tensors in table order.
 void gelu(ConstTensorRef x, TensorRef y, const Options& o, Stream s) {
-  check(OpId::gelu, {arg(x), arg(y)}, o);
-  detail::forward(o.approximate, x.dtype, Addend::none, numel(x.shape), 1, x.data,
-                  nullptr, y.data, s);
+  run(OpId::gelu, {arg(x), arg(y)}, o, s);
 }
 
 void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, const Options& o,
                    Stream s) {
-  gelu_backward(dy, x, dx, TensorRef{}, o, s);
+  run(OpId::gelu_backward, {arg(dy), arg(x), arg(dx)}, o, s);
 }
 
 void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
                    const Options& o, Stream s) {
-  check(OpId::gelu_backward, {arg(dy), arg(x), arg(dx), arg(y)}, o);
-  detail::backward(o.approximate, x.dtype, Addend::none, numel(x.shape), 1, dy.data,
-                   x.data, nullptr, dx.data, y.data, s);
+  run(OpId::gelu_backward, {arg(dy), arg(x), arg(dx), arg(y)}, o, s);
 }
 
 void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y, const Options& o,
                Stream s) {
-  check(OpId::bias_gelu, {arg(x), arg(bias), arg(y)}, o);
-  detail::forward(o.approximate, x.dtype, Addend::column, numel(x.shape),
-                  last_dim(x.shape), x.data, bias.data, y.data, s);
+  run(OpId::bias_gelu, {arg(x), arg(bias), arg(y)}, o, s);
 }
 
 std::size_t bias_gelu_backward_workspace_bytes(const std::vector<int64_t>& x_shape) {
-  const int64_t n = numel(x_shape);
-  const int64_t cols = last_dim(x_shape);
-  if (cols == 0) return 0;
-  return static_cast<std::size_t>(detail::dbias_workspace_bytes(n / cols, cols));
+  return reduce_workspace_bytes(x_shape);
 }
 
 void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
                         TensorRef dx, TensorRef dbias, const Options& o, Stream s,
                         Workspace w) {
-  bias_gelu_backward(dy, x, bias, dx, dbias, TensorRef{}, o, s, w);
+  run(OpId::bias_gelu_backward, {arg(dy), arg(x), arg(bias), arg(dx), arg(dbias)}, o, s,
+      w);
 }
 
 void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
                         TensorRef dx, TensorRef dbias, TensorRef y, const Options& o,
                         Stream s, Workspace w) {
-  const TensorArg args[] = {arg(dy), arg(x), arg(bias), arg(dx), arg(dbias), arg(y)};
-  core::validate(OpId::bias_gelu_backward, args, o);
-  const std::size_t need = bias_gelu_backward_workspace_bytes(x.shape);
-  if (w.data != nullptr && w.bytes < need)
-    throw Error("bias_gelu_backward: workspace has " + std::to_string(w.bytes) +
-                " bytes, expected at least " + std::to_string(need) +
-                " (gelu::cuda::bias_gelu_backward_workspace_bytes)");
-  check(OpId::bias_gelu_backward, args, o);
-  const int64_t cols = last_dim(x.shape);
-  if (cols == 0) return;
-  const int64_t rows = numel(x.shape) / cols;
-  void* owned = nullptr;
-  void* partial = w.data;
-  if (partial == nullptr && need > 0) partial = owned = detail::stream_alloc(need, s);
-  try {
-    detail::bias_backward(o.approximate, x.dtype, dbias.dtype, rows, cols, dy.data,
-                          x.data, bias.data, dx.data, y.data,
-                          static_cast<double*>(partial), dbias.data, s);
-  } catch (...) {
-    detail::stream_free(owned, s);
-    throw;
-  }
-  detail::stream_free(owned, s);
+  run(OpId::bias_gelu_backward,
+      {arg(dy), arg(x), arg(bias), arg(dx), arg(dbias), arg(y)}, o, s, w);
 }
 
 void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y, const Options& o,
               Stream s) {
-  check(OpId::add_gelu, {arg(a), arg(b), arg(y)}, o);
-  detail::forward(o.approximate, a.dtype, Addend::same, numel(a.shape), 1, a.data,
-                  b.data, y.data, s);
+  run(OpId::add_gelu, {arg(a), arg(b), arg(y)}, o, s);
 }
 
 void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
                        TensorRef dx, const Options& o, Stream s) {
-  check(OpId::add_gelu_backward, {arg(dy), arg(a), arg(b), arg(dx)}, o);
-  detail::backward(o.approximate, a.dtype, Addend::same, numel(a.shape), 1, dy.data,
-                   a.data, b.data, dx.data, nullptr, s);
+  run(OpId::add_gelu_backward, {arg(dy), arg(a), arg(b), arg(dx)}, o, s);
 }
 
 void geglu(ConstTensorRef x, TensorRef y, const Options& o, Stream s) {
-  check(OpId::geglu, {arg(x), arg(y)}, o);
-  const int64_t h = last_dim(x.shape) / 2;
-  detail::geglu_forward(o.approximate, x.dtype, h ? numel(x.shape) / (2 * h) : 0, h,
-                        o.gelu_half == GeluHalf::second, x.data, y.data, s);
+  run(OpId::geglu, {arg(x), arg(y)}, o, s);
 }
 
 void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, const Options& o,
                     Stream s) {
-  geglu_backward(dy, x, dx, TensorRef{}, o, s);
+  run(OpId::geglu_backward, {arg(dy), arg(x), arg(dx)}, o, s);
 }
 
 void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
                     const Options& o, Stream s) {
-  check(OpId::geglu_backward, {arg(dy), arg(x), arg(dx), arg(y)}, o);
-  const int64_t h = last_dim(x.shape) / 2;
-  detail::geglu_backward(o.approximate, x.dtype, h ? numel(x.shape) / (2 * h) : 0, h,
-                         o.gelu_half == GeluHalf::second, dy.data, x.data, dx.data,
-                         y.data, s);
+  run(OpId::geglu_backward, {arg(dy), arg(x), arg(dx), arg(y)}, o, s);
 }
 
 std::size_t workspace_bytes(const core::OpDecl& op,
                             const std::vector<int64_t>& primary) {
-  return op.id == OpId::bias_gelu_backward ? bias_gelu_backward_workspace_bytes(primary)
-                                           : 0;
+  return op.kind == OpKind::rows_reduce ? reduce_workspace_bytes(primary) : 0;
 }
 
 void call(const core::OpDecl& op, std::span<const TensorRef> t, const Options& o,
           Stream s, Workspace w) {
-  const auto opt = [&](size_t i) { return i < t.size() ? t[i] : TensorRef{}; };
-  switch (op.id) {
-    case OpId::gelu: return gelu(t[0], t[1], o, s);
-    case OpId::gelu_backward: return gelu_backward(t[0], t[1], t[2], opt(3), o, s);
-    case OpId::bias_gelu: return bias_gelu(t[0], t[1], t[2], o, s);
-    case OpId::bias_gelu_backward:
-      return bias_gelu_backward(t[0], t[1], t[2], t[3], t[4], opt(5), o, s, w);
-    case OpId::add_gelu: return add_gelu(t[0], t[1], t[2], o, s);
-    case OpId::add_gelu_backward:
-      return add_gelu_backward(t[0], t[1], t[2], t[3], o, s);
-    case OpId::geglu: return geglu(t[0], t[1], o, s);
-    case OpId::geglu_backward: return geglu_backward(t[0], t[1], t[2], opt(3), o, s);
-  }
+  TensorArg args[core::kMaxTensors];
+  const size_t n = std::min(t.size(), static_cast<size_t>(core::kMaxTensors));
+  for (size_t i = 0; i < n; ++i) args[i] = arg(t[i]);
+  run_op(op, std::span<const TensorArg>(args, n), o, s, w);
 }
 
 }  // namespace gelu::cuda

@@ -1,6 +1,6 @@
 // Any op of the table on the GPU, for callers that hold an OpDecl (the
 // PyTorch adapter): the tensors in table order, trailing optional outputs
-// not requested left out, as OpDecl::call on the CPU.
+// not requested left out, as core::call_op on the CPU (run_op.hpp).
 #pragma once
 
 #include <span>

@@ -8,7 +8,10 @@
 //
 // It calls the kernels of src/cpu/kernels.hpp directly (the shared library
 // exports them), so it also reaches the streamed stores, strided rows and the
-// narrow paths without tensors too large for a test.
+// narrow paths without tensors too large for a test. Then, on the best
+// target, every public op (gelu.hpp) over shapes the op layer splits into
+// several tasks, on 1 and 2 threads, out of place and in place: the
+// offsets, the tasks and the dbias sums of the op layer.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +23,7 @@
 
 #include "cpu/cpu_features.hpp"
 #include "cpu/kernels.hpp"
+#include "gelu/gelu.hpp"
 #include "hwy/targets.h"
 
 namespace {
@@ -196,6 +200,98 @@ void Conversions(Run& run, DType t) {
   run.Print("sums_to", {{out.data(), n * es}});
 }
 
+// Every public op on `shape` ([..., cols]; geglu's x is [..., 2 * cols]).
+void Ops(Run& run, Approx a, DType t, const std::vector<int64_t>& shape, int threads) {
+  using gelu::TensorRef;
+  const size_t es = gelu::dtype_size(t);
+  int64_t n64 = 1;
+  for (int64_t d : shape) n64 *= d;
+  const size_t n = static_cast<size_t>(n64);
+  const int64_t cols = shape.empty() ? 1 : shape.back();
+  std::vector<int64_t> wide = shape;
+  if (!wide.empty()) wide.back() *= 2;
+  const std::vector<int64_t> bias_shape{cols};
+  Buf x(t, 2 * n, 0), b(t, n, 0), dy(t, n, 0), out(t, 2 * n, 0), val(t, n, 0);
+  Buf bias(t, static_cast<size_t>(cols), 0),
+      dbias(DType::f32, static_cast<size_t>(cols), 0);
+  const auto fill = [&] {
+    Fill(t, x.data(), 2 * n, 11);
+    Fill(t, b.data(), n, 12);
+    Fill(t, dy.data(), n, 13);
+    Fill(t, bias.data(), static_cast<size_t>(cols), 14);
+  };
+  std::string dims;
+  for (int64_t d : shape) dims += (dims.empty() ? "" : "x") + std::to_string(d);
+  const auto name = [&](const char* op) {
+    return std::string(op) + " shape=" + dims + " threads=" + std::to_string(threads);
+  };
+  const auto T = [&](Buf& buf, const std::vector<int64_t>& s, DType d) {
+    return TensorRef{buf.data(), d, s};
+  };
+  for (int second = 0; second < 2; ++second) {
+    gelu::Options o{a, threads,
+                    second ? gelu::GeluHalf::second : gelu::GeluHalf::first};
+    gelu::Options plain{a, threads};
+    fill();
+    if (!second) {
+      gelu::gelu(T(x, shape, t), T(out, shape, t), plain);
+      run.Print(name("op gelu"), {{out.data(), n * es}});
+      gelu::gelu_backward(T(dy, shape, t), T(x, shape, t), T(out, shape, t), plain);
+      run.Print(name("op gelu_backward"), {{out.data(), n * es}});
+      gelu::gelu_backward(T(dy, shape, t), T(x, shape, t), T(out, shape, t),
+                          T(val, shape, t), plain);
+      run.Print(name("op gelu_backward_y"),
+                {{out.data(), n * es}, {val.data(), n * es}});
+      gelu::add_gelu(T(x, shape, t), T(b, shape, t), T(out, shape, t), plain);
+      run.Print(name("op add_gelu"), {{out.data(), n * es}});
+      gelu::add_gelu_backward(T(dy, shape, t), T(x, shape, t), T(b, shape, t),
+                              T(out, shape, t), plain);
+      run.Print(name("op add_gelu_backward"), {{out.data(), n * es}});
+      if (!shape.empty()) {
+        gelu::bias_gelu(T(x, shape, t), T(bias, bias_shape, t), T(out, shape, t),
+                        plain);
+        run.Print(name("op bias_gelu"), {{out.data(), n * es}});
+        for (DType dt : {t, DType::f32}) {
+          gelu::bias_gelu_backward(T(dy, shape, t), T(x, shape, t),
+                                   T(bias, bias_shape, t), T(out, shape, t),
+                                   T(dbias, bias_shape, dt), plain);
+          run.Print(name("op bias_gelu_backward") + " dbias=" + gelu::dtype_name(dt),
+                    {{out.data(), n * es},
+                     {dbias.data(), static_cast<size_t>(cols) * gelu::dtype_size(dt)}});
+        }
+        gelu::bias_gelu_backward(T(dy, shape, t), T(x, shape, t),
+                                 T(bias, bias_shape, t), T(out, shape, t),
+                                 T(dbias, bias_shape, t), T(val, shape, t), plain);
+        run.Print(name("op bias_gelu_backward_y"),
+                  {{out.data(), n * es},
+                   {dbias.data(), static_cast<size_t>(cols) * es},
+                   {val.data(), n * es}});
+        // In place: y over x, dx over dy, dbias over bias.
+        gelu::bias_gelu(T(x, shape, t), T(bias, bias_shape, t), T(x, shape, t), plain);
+        run.Print(name("op bias_gelu in place"), {{x.data(), n * es}});
+        fill();
+        gelu::bias_gelu_backward(T(dy, shape, t), T(x, shape, t),
+                                 T(bias, bias_shape, t), T(dy, shape, t),
+                                 T(bias, bias_shape, t), plain);
+        run.Print(name("op bias_gelu_backward in place"),
+                  {{dy.data(), n * es}, {bias.data(), static_cast<size_t>(cols) * es}});
+        fill();
+      }
+    }
+    if (shape.empty()) continue;
+    gelu::geglu(T(x, wide, t), T(out, shape, t), o);
+    run.Print(name("op geglu") + " second=" + std::to_string(second),
+              {{out.data(), n * es}});
+    gelu::geglu_backward(T(dy, shape, t), T(x, wide, t), T(out, wide, t), o);
+    run.Print(name("op geglu_backward") + " second=" + std::to_string(second),
+              {{out.data(), 2 * n * es}});
+    gelu::geglu_backward(T(dy, shape, t), T(x, wide, t), T(out, wide, t),
+                         T(val, shape, t), o);
+    run.Print(name("op geglu_backward_y") + " second=" + std::to_string(second),
+              {{out.data(), 2 * n * es}, {val.data(), n * es}});
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -219,5 +315,18 @@ int main() {
     }
   }
   hwy::SetSupportedTargetsForTest(0);
+  // The op layer, on the best target: shapes of one task and of many (rows
+  // and columns split), empty ones, and 1 and 2 threads.
+  const std::vector<std::vector<int64_t>> shapes = {
+      {},         {0},        {7},         {3, 0},      {0, 5},     {1031},
+      {37, 1031}, {4, 3, 65}, {300, 4099}, {3000, 130}, {2, 200003}};
+  for (DType t : {DType::f32, DType::bf16, DType::f16})
+    for (Approx a : {Approx::none, Approx::tanh, Approx::quick})
+      for (const auto& shape : shapes)
+        for (int threads : {1, 2}) {
+          Run run{std::string("ops ") + gelu::dtype_name(t) + " " +
+                  gelu::approx_name(a)};
+          Ops(run, a, t, shape, threads);
+        }
   return 0;
 }

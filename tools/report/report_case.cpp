@@ -1,5 +1,7 @@
 #include "report_case.hpp"
 
+#include "core/run_op.hpp"
+
 namespace gelu::report {
 
 using core::Role;
@@ -87,7 +89,7 @@ void run_ours(Case& c, Approx form, int threads) {
   std::vector<TensorRef> t;
   for (int i = 0; i < op.required_tensors(); ++i)
     t.push_back({tensor_buffer(c, i).data(), c.dtypes[i], c.shapes[i]});
-  op.call(t, Options{form, threads});
+  core::call_op(op, t, Options{form, threads});
 }
 
 }  // namespace gelu::report
