@@ -107,8 +107,10 @@ void gelu_bwd_f32_with_math_of(DType result, Approx, int64_t n, const float* dy,
 // non-NaN f32 values; NaN results are covered through the ops.
 void round_results_to_bf16(int64_t n, const float* in, uint16_t* out);
 
-// Name of the SIMD target the kernels dispatch to on this CPU.
+// Name and Highway bit of the SIMD target the kernels dispatch to on this
+// CPU.
 const char* target_name();
+int64_t dispatch_target();
 
 // The targets this build compiled that this CPU runs, best first, as
 // (Highway target bit, name); what the CPU runs, whatever pin_target set.

@@ -1,7 +1,7 @@
 // The CPU kernels' public entry points (src/cpu/kernels.hpp): each exports
-// its per-target functions (kernel_entries-inl.h, defined by the kernel
-// units kernels_*.cpp) and dispatches once per call to the best target this
-// CPU runs.
+// its per-target functions (the list in kernel_list.h, declared by
+// kernel_entries-inl.h, defined by the kernel units kernels_*.cpp) and
+// dispatches once per call to the best target this CPU runs.
 #include <cstdint>
 
 #undef HWY_TARGET_INCLUDE
@@ -24,81 +24,17 @@ static_assert((HWY_TARGETS & ~static_cast<int64_t>(GELU_KERNEL_UNITS)) == 0,
 
 namespace gelu::cpu {
 
-HWY_EXPORT(GeluFwd);
-HWY_EXPORT(GeluBwd);
-HWY_EXPORT(AddFwd);
-HWY_EXPORT(AddBwd);
-HWY_EXPORT(BiasFwd);
-HWY_EXPORT(BiasBwd);
-HWY_EXPORT(GegluFwd);
-HWY_EXPORT(GegluBwd);
-HWY_EXPORT(ToF32);
-HWY_EXPORT(FromF32);
-HWY_EXPORT(SumsTo);
-HWY_EXPORT(RoundResultsToBf16);
-HWY_EXPORT(GeluFwdF32WithMathOf);
-HWY_EXPORT(GeluBwdF32WithMathOf);
-HWY_EXPORT(Target);
+// One export and one dispatching function per entry point (kernel_list.h).
+#define GELU_EXPORT_ENTRY(Name, name, R, params, args) HWY_EXPORT(Name);
+GELU_CPU_KERNEL_ENTRIES(GELU_EXPORT_ENTRY)
+#undef GELU_EXPORT_ENTRY
 
-void gelu_fwd(Approx a, DType t, int64_t n, const void* x, void* y, bool stream) {
-  HWY_DYNAMIC_DISPATCH(GeluFwd)(a, t, n, x, y, stream);
-}
-void gelu_bwd(Approx a, DType t, int64_t n, const void* dy, const void* x, void* dx,
-              void* y, bool stream) {
-  HWY_DYNAMIC_DISPATCH(GeluBwd)(a, t, n, dy, x, dx, y, stream);
-}
-void add_fwd(Approx a, DType t, int64_t n, const void* pa, const void* pb, void* y,
-             bool stream) {
-  HWY_DYNAMIC_DISPATCH(AddFwd)(a, t, n, pa, pb, y, stream);
-}
-void add_bwd(Approx a, DType t, int64_t n, const void* dy, const void* pa,
-             const void* pb, void* dx, bool stream) {
-  HWY_DYNAMIC_DISPATCH(AddBwd)(a, t, n, dy, pa, pb, dx, stream);
-}
+#define GELU_DISPATCH_ENTRY(Name, name, R, params, args) \
+  R name params { return HWY_DYNAMIC_DISPATCH(Name) args; }
+GELU_CPU_KERNEL_ENTRIES(GELU_DISPATCH_ENTRY)
+#undef GELU_DISPATCH_ENTRY
 
-void bias_fwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t stride,
-              const void* x, const void* bias, void* y, bool stream) {
-  HWY_DYNAMIC_DISPATCH(BiasFwd)(a, t, rows, cols, stride, x, bias, y, stream);
-}
-void bias_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t stride,
-              const void* dy, const void* x, const void* bias, void* dx, double* dbias,
-              void* y, bool stream) {
-  HWY_DYNAMIC_DISPATCH(BiasBwd)
-  (a, t, rows, cols, stride, dy, x, bias, dx, dbias, y, stream);
-}
-void geglu_fwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h, const void* x,
-               void* y, bool gelu_second, bool stream) {
-  HWY_DYNAMIC_DISPATCH(GegluFwd)(a, t, rows, cols, h, x, y, gelu_second, stream);
-}
-void geglu_bwd(Approx a, DType t, int64_t rows, int64_t cols, int64_t h, const void* dy,
-               const void* x, void* dx, bool gelu_second, void* y, bool stream) {
-  HWY_DYNAMIC_DISPATCH(GegluBwd)
-  (a, t, rows, cols, h, dy, x, dx, gelu_second, y, stream);
-}
-
-void to_f32(DType t, int64_t n, const void* in, float* out) {
-  HWY_DYNAMIC_DISPATCH(ToF32)(t, n, in, out);
-}
-void from_f32(DType t, int64_t n, const float* in, void* out) {
-  HWY_DYNAMIC_DISPATCH(FromF32)(t, n, in, out);
-}
-void sums_to(DType t, int64_t n, int64_t blocks, const double* in, void* out) {
-  HWY_DYNAMIC_DISPATCH(SumsTo)(t, n, blocks, in, out);
-}
-
-void gelu_fwd_f32_with_math_of(DType t, Approx a, int64_t n, const float* x, float* y) {
-  HWY_DYNAMIC_DISPATCH(GeluFwdF32WithMathOf)(t, a, n, x, y);
-}
-void gelu_bwd_f32_with_math_of(DType t, Approx a, int64_t n, const float* dy,
-                               const float* x, float* dx) {
-  HWY_DYNAMIC_DISPATCH(GeluBwdF32WithMathOf)(t, a, n, dy, x, dx);
-}
-
-void round_results_to_bf16(int64_t n, const float* in, uint16_t* out) {
-  HWY_DYNAMIC_DISPATCH(RoundResultsToBf16)(n, in, out);
-}
-
-const char* target_name() { return hwy::TargetName(HWY_DYNAMIC_DISPATCH(Target)()); }
+const char* target_name() { return hwy::TargetName(dispatch_target()); }
 int64_t compiled_targets() { return HWY_TARGETS; }
 
 std::vector<Target> runnable_targets() {
