@@ -58,7 +58,7 @@ test-unit: build
 check: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE slow
 
-# Installing and using the library as README.md shows: cmake --install, a
+# Installing and using the library as docs/install.md shows: cmake --install, a
 # consumer project via find_package, pkg-config and add_subdirectory, and
 # pip install with pytest against the installed package.
 .PHONY: test-packaging

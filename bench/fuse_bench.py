@@ -6,7 +6,7 @@ models.
 
     PYTHONPATH=build/python .venv/bin/python bench/fuse_bench.py [--rounds N]
 
-Figures, not tests: docs/performance.md quotes them with this command.
+Figures, not tests: docs/notes/pytorch-performance-log.md quotes them with this command.
 """
 import argparse
 import copy

@@ -1,10 +1,10 @@
 // The accuracy contract as the fuzzer checks it, written from the public
-// header and README's statement of it (not from the kernels); the bounds
+// header and docs/contract.md's statement of it (not from the kernels); the bounds
 // themselves are src/ref/contract.hpp's, shared with the tests:
 //
 //   forward, f32:      |err| <= 2 ulp(exact)      (fused ops: on fl(x + b))
 //   backward, f32:     |err| <= 2 ulp(|dy| * (|t1| + |t2|)) + 0.5 ulp(exact)
-//                      (the ulp never below |dy| * 2^-149: README's floor
+//                      (the ulp never below |dy| * 2^-149: docs/contract.md's floor
 //                      for a subnormal f32 gelu'(x))
 //   bf16 / f16:        1 ulp of the format, of the exact value forward and of
 //                      the scale backward (src/ref/contract.hpp, as the tests)
@@ -37,7 +37,7 @@ inline double u32(double v) { return ref::ulp_of(DType::f32, v); }
 
 // The unit of a backward's error: ulp(scale), but never below |factor| *
 // 2^-149 where factor multiplies an f32 intermediate (gelu'(x)) that may be
-// subnormal (README, accuracy contract).
+// subnormal (docs/contract.md).
 inline double unit(double scale, double factor) {
   return std::fmax(u32(scale), std::fabs(factor) * 0x1p-149);
 }
@@ -111,7 +111,7 @@ inline bool geglu_bwd_g_ok(Approx f, DType t, float dy, float a, float got) {
 
 // dbias[j]: `exact` = sum of dy * gelu'(s) over the rows in double, `scale`
 // = sum of |dy| (|t1| + |t2|); `finite` = every f32 dx was finite; `floor` =
-// the sum over rows of the subnormal floor of each f32 dx it adds (README:
+// the sum over rows of the subnormal floor of each f32 dx it adds (docs/contract.md:
 // the unit of a dx's error is never below |dy| * 2^-149, plus its rounding),
 // which 2^-20 * scale does not cover when the dx are subnormal.
 inline double dbias_floor_term(float dy) {

@@ -9,7 +9,7 @@
 #                                   forced-inline kernel drivers (then one
 #                                   file of row kernels) ran over 30 minutes
 #                                   on 2 cores; clang is several times faster
-#                                   here (docs/build.md)
+#                                   here (docs/notes/build-times-log.md)
 #   scripts/sanitize.sh tsan        the threaded tests under ThreadSanitizer
 #                                   (clang + LLVM libomp with its Archer tool,
 #                                   which tells TSan about OpenMP's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packaging, checked the way users take the library (each way as README.md
+# Packaging, checked the way users take the library (each way as docs/install.md
 # shows it), from the already-built build directory:
 #   1. cmake --install into a fresh prefix: headers, shared (SONAME) and
 #      static library without the reference, the program, CMake package,

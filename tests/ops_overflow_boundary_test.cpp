@@ -1,4 +1,4 @@
-// Results at a 16-bit format's overflow boundary (README, accuracy
+// Results at a 16-bit format's overflow boundary (docs/contract.md, accuracy
 // contract): for every op that rounds a result to bf16 or f16, an exact
 // result below the format's boundary (its largest finite value plus half an
 // ulp) is stored finite, within one ulp; one clearly above it (more than the

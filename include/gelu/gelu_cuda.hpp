@@ -15,7 +15,7 @@
 // is its type; nullptr is the legacy default stream); this header needs no
 // CUDA header. Options::num_threads is checked (>= 0) and otherwise unused.
 //
-// The accuracy contract is the CPU's (README): f32 within 2 ULP, bf16/f16
+// The accuracy contract is the CPU's (docs/contract.md): f32 within 2 ULP, bf16/f16
 // within 1 ULP, the limits at +-inf, NaN in, NaN out, and the overflow
 // boundary rule; dbias is summed in an order that depends only on the
 // shape (bit-identical on every run and GPU), not the CPU's order.

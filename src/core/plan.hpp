@@ -68,7 +68,7 @@ inline constexpr int64_t kMaxDbiasRowTasks = 16;
 // bias_gelu_backward's row blocks hold at least kMinDbiasRowBlock rows where
 // there are that many: with few wide rows (64 x 65536 f32) 16 blocks of 4
 // rows wrote 8 MiB of partial sums and read them back, a third of the
-// tensors' own traffic (bench/shapes/shape_cliffs.cpp, docs/performance.md).
+// tensors' own traffic (bench/shapes/shape_cliffs.cpp, docs/notes/cpu-kernels-log.md).
 inline constexpr int64_t kMinDbiasRowBlock = 16;
 // The max_row_tasks for bias_gelu_backward over `rows` rows.
 constexpr int64_t dbias_max_row_tasks(int64_t rows) {

@@ -403,7 +403,7 @@ inline constexpr size_t kBlockSteps = 32;
 // AVX-512 compresses and expands in one instruction each; AVX2 in a table
 // load and a permute each (CompressTo, ExpandFrom above). Elsewhere
 // Highway 1.0's Expand would go through the stack lane by lane, which made
-// the deferral slower than the blended math in place (docs/performance.md,
+// the deferral slower than the blended math in place (docs/notes/cpu-kernels-log.md,
 // "Input scale: the negative tail per lane"), so other targets keep the
 // blended math for a step with a tail lane.
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2

@@ -4,7 +4,7 @@
 // which would round twice). The CPU tests compile this header with the host
 // compiler and check it against src/ref/convert.hpp.
 //
-// The 16-bit formats follow the CPU's overflow-boundary rule (README,
+// The 16-bit formats follow the CPU's overflow-boundary rule (docs/contract.md,
 // accuracy contract): a result from the boundary (largest finite value plus
 // half an ulp) up to a band above it is stored as the largest finite value,
 // one further up as inf.

@@ -1,4 +1,4 @@
-// The accuracy contract's bounds (README, "Accuracy contract"), one copy
+// The accuracy contract's bounds (docs/contract.md), one copy
 // for the tests, the report and the fuzzer. Errors are measured by
 // ref::contract_ulp_error (ulp.hpp): in ULPs of the storage format, of the
 // exact value for a forward and of the scale |dy| * (|t1| + |t2|) for a

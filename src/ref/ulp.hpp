@@ -60,7 +60,7 @@ inline double scaled_ulp_error(DType t, double got, double exact, double scale) 
 // or gelu') by `factor` (dy, the gate, dy * gate; 1 for the plain forward):
 // as ulp_error (scale 0) or scaled_ulp_error (scale > 0), but the unit never
 // drops below |factor| * 2^-149, the rounding of a subnormal intermediate
-// (README, Guarantees). Used by the tests and the report alike.
+// (docs/contract.md). Used by the tests and the report alike.
 inline double contract_ulp_error(DType t, double got, double exact, double scale,
                                  double factor) {
   const double err = ulp_error(t, got, exact);  // NaN/inf handling

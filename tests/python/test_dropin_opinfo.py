@@ -5,7 +5,7 @@ ModuleInfo entry for nn.GELU (common_modules: its module inputs, reference
 functions and gradient checks), from torch.testing._internal as PyTorch 2.11
 ships it (the project's venv, scripts/python-requirements.txt).
 
-Deliberate differences (README, "Differences from PyTorch"), adjusted here
+Deliberate differences (docs/pytorch.md, "Differences from PyTorch"), adjusted here
 and nowhere else: the error text for a bad `approximate` (we also accept
 'quick'), the limits at +-inf (ours are the mathematical ones where
 PyTorch returns NaN), and bf16 tanh-form values (ours are correctly rounded

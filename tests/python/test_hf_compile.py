@@ -6,7 +6,7 @@
   ReLU-built model's), with loss and gradients equal to the unfused eager
   model's;
 - torch.compile(fuse(model), backend="aot_eager"): the default way compiles
-  the model's own forward (README), unfused, and equals it too;
+  the model's own forward (docs/pytorch.md), unfused, and equals it too;
 - gelu_10 under the backend keeps its clip.
 
 aot_eager: Dynamo and AOTAutograd without Inductor (fast).

@@ -2,7 +2,7 @@
 // (exact), storing an f32 result rounded to nearest even, and 16-byte
 // vectors of them (4 f32 or 8 bf16/f16) for the kernels' aligned bodies.
 //
-// A 16-bit result passes the CPU's overflow-boundary rule first (README,
+// A 16-bit result passes the CPU's overflow-boundary rule first (docs/contract.md,
 // accuracy contract; src/cpu/driver-inl.h BoundaryToFinite): from the
 // boundary (largest finite plus half an ulp) up to 2^-16 above it, the
 // largest finite value; further up, inf.
