@@ -14,6 +14,13 @@ Order matters: the GELU patterns make every GELU one canonical call, which
 the later ones match. A new fusion is a new file with its Pattern,
 registered here in order (or with register(pattern, after=...)).
 
+Why matchers, not torch.fx's search/replace pairs (subgraph_rewriter, as
+Inductor's register_replacement): a pair matches one spelling and passes
+over a near miss in silence, while a pattern here matches every spelling
+of its sum or split (operator.add, torch.add, Tensor.add; chunk, split,
+slicing) on the canonical GELU, and gives each GELU it leaves the reason
+`explain` prints (the sum has another use, a hook, a dropout between).
+
 Every pattern, registered here or later, is held to one rule after it runs
 (rule.py): a rewrite that would read a tensor after something wrote
 it, where the original read it before, or keep a tensor that is written
