@@ -17,6 +17,7 @@ void run_op(OpId id, std::span<const TensorArg> args, const Options& options);
 // The same, for tools that run any op of the table (the report, the
 // benchmarks, the PyTorch extension): `tensors` in table order, trailing
 // optional outputs left out or TensorRef{} (not requested).
-void call_op(const OpDecl& op, std::span<const TensorRef> tensors, const Options& options);
+void call_op(const OpDecl& op, std::span<const TensorRef> tensors,
+             const Options& options);
 
 }  // namespace gelu::core
