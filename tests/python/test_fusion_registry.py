@@ -1,6 +1,7 @@
-"""The fusions as one ordered registry of patterns (gelu_fusion/fusion/registry.py): the
-order fuse applies them in, the options that turn each off, and a new
-fusion added as a pattern of its own, whose reasons explain prints."""
+"""The fusions as one ordered registry of patterns
+(gelu_fusion/fusion/registry.py): the order fuse applies them in, the
+options that turn each off, and a new fusion added as a pattern of its
+own, whose reasons explain prints."""
 import pytest
 import torch
 from torch import nn
@@ -58,3 +59,17 @@ def test_a_new_pattern_is_registered_in_order_and_explained():
     finally:
         fusion_registry.unregister("test_leave")
     assert "test_leave" not in [q.name for q in fusion_registry.PATTERNS]
+
+
+def test_the_registrys_old_module_names_still_work():
+    """gelu_fusion.fusion_registry and gelu_fusion.fusion_pattern, the
+    names a pattern of one's own was registered through before the
+    package, are the same modules as gelu_fusion.fusion's."""
+    import importlib
+
+    import gelu_fusion.fusion_registry as old_registry
+    from gelu_fusion.fusion_pattern import Pattern as OldPattern
+    assert old_registry is importlib.import_module("gelu_fusion.fusion.registry")
+    assert old_registry.register is gelu_fusion.fusion.register
+    assert OldPattern is Pattern
+    assert gelu_fusion.fusion_registry.PATTERNS is fusion_registry.PATTERNS

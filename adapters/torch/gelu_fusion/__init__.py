@@ -14,6 +14,7 @@ applies). ``approximate`` is 'none' (erf),
 'tanh' or 'quick' (x * sigmoid(1.702 x)).
 """
 import os
+import sys
 
 import torch
 
@@ -25,6 +26,7 @@ from .gelu_linear import GegluLinear, GeluLinear, bias_gelu_linear, geglu_linear
 from .modules import GELU, BiasGELU, LinearBiasGELU
 from .patch import PatchResult, patch
 from .fusion import backend, explain, fuse
+from .fusion import pattern as _pattern, registry as _registry
 from .workspace import empty_cache
 from . import ops  # noqa: F401  (every op of the table as a function)
 
@@ -50,6 +52,12 @@ def set_simd_target(name: str) -> None:
     environment variable GELU_SIMD_TARGET does the same at import."""
     torch.ops.gelu_fusion.set_simd_target(name)
 
+
+# The modules a pattern of one's own was registered through before the
+# fusion passes became the gelu_fusion.fusion package, under their old
+# names (no files: the same module objects).
+fusion_registry = sys.modules[__name__ + ".fusion_registry"] = _registry
+fusion_pattern = sys.modules[__name__ + ".fusion_pattern"] = _pattern
 
 if os.environ.get("GELU_SIMD_TARGET"):
     set_simd_target(os.environ["GELU_SIMD_TARGET"])
