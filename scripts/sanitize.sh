@@ -31,7 +31,8 @@
 #
 # GELU_SANITIZE_MARCH=haswell (AVX2), nehalem (SSE4), ...: the -march whose
 # best target these builds compile instead, in build-asan-haswell etc. (the
-# fuzzer on a narrower target: GELU_SANITIZE_MARCH=haswell make fuzz).
+# fuzzer on a narrower target: GELU_SANITIZE_MARCH=haswell make fuzz), with
+# the kernel units themselves uninstrumented unless GELU_SANITIZE_KERNELS=ON.
 #
 # Environment: JOBS (build parallelism, default 2); GELU_WERROR (ON: warnings
 # are errors, as the Makefile sets in CI); GELU_MEASURE_COMPILES (ON: log
@@ -48,6 +49,11 @@ mode=${1:?usage: scripts/sanitize.sh asan|tsan|fuzz [seconds]}
 march=${GELU_SANITIZE_MARCH:-native}
 suffix=
 [ "$march" = native ] || suffix=-$march
+# The kernel units under the sanitizers too: by default for this CPU's own
+# target, not for a narrower one, whose kernel units clang compiles for
+# minutes each under a sanitizer (cmake/sanitizers.cmake,
+# GELU_SANITIZE_KERNELS).
+kernels=${GELU_SANITIZE_KERNELS:-$([ "$march" = native ] && echo ON || echo OFF)}
 
 # -O1 -g: the usual sanitizer setting, and far cheaper to compile than -O2
 # for template-heavy SIMD code. The compiler (CXX) is read on the first
@@ -59,7 +65,7 @@ configure() {  # dir, compiler, extra cmake args...
     -DCMAKE_BUILD_TYPE=RelWithDebInfo '-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g' \
     "-DGELU_WERROR=${GELU_WERROR:-OFF}" \
     "-DGELU_MEASURE_COMPILES=${GELU_MEASURE_COMPILES:-OFF}" \
-    "-DGELU_SANITIZE_MARCH=$march" "$@" >/dev/null
+    "-DGELU_SANITIZE_MARCH=$march" "-DGELU_SANITIZE_KERNELS=$kernels" "$@" >/dev/null
 }
 
 case "$mode" in
