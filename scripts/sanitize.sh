@@ -31,8 +31,7 @@
 #
 # GELU_SANITIZE_MARCH=haswell (AVX2), nehalem (SSE4), ...: the -march whose
 # best target these builds compile instead, in build-asan-haswell etc. (the
-# fuzzer on a narrower target: GELU_SANITIZE_MARCH=haswell make fuzz), with
-# the kernel units themselves uninstrumented unless GELU_SANITIZE_KERNELS=ON.
+# fuzzer on a narrower target: GELU_SANITIZE_MARCH=haswell make fuzz).
 #
 # Environment: JOBS (build parallelism, default 2); GELU_WERROR (ON: warnings
 # are errors, as the Makefile sets in CI); GELU_MEASURE_COMPILES (ON: log
@@ -49,11 +48,6 @@ mode=${1:?usage: scripts/sanitize.sh asan|tsan|fuzz [seconds]}
 march=${GELU_SANITIZE_MARCH:-native}
 suffix=
 [ "$march" = native ] || suffix=-$march
-# The kernel units under the sanitizers too: by default for this CPU's own
-# target, not for a narrower one, whose kernel units clang compiles for
-# minutes each under a sanitizer (cmake/sanitizers.cmake,
-# GELU_SANITIZE_KERNELS).
-kernels=${GELU_SANITIZE_KERNELS:-$([ "$march" = native ] && echo ON || echo OFF)}
 
 # -O1 -g: the usual sanitizer setting, and far cheaper to compile than -O2
 # for template-heavy SIMD code. The compiler (CXX) is read on the first
@@ -65,7 +59,7 @@ configure() {  # dir, compiler, extra cmake args...
     -DCMAKE_BUILD_TYPE=RelWithDebInfo '-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g' \
     "-DGELU_WERROR=${GELU_WERROR:-OFF}" \
     "-DGELU_MEASURE_COMPILES=${GELU_MEASURE_COMPILES:-OFF}" \
-    "-DGELU_SANITIZE_MARCH=$march" "-DGELU_SANITIZE_KERNELS=$kernels" "$@" >/dev/null
+    "-DGELU_SANITIZE_MARCH=$march" "$@" >/dev/null
 }
 
 case "$mode" in
@@ -95,6 +89,9 @@ case "$mode" in
     dir=build-fuzz$suffix
     configure "$dir" clang++ -DGELU_SANITIZE=address -DGELU_FUZZ=ON
     cmake --build "$dir" -j "$JOBS" --target fuzz_api
+    # The SIMD target the kernels were compiled for (their namespace).
+    echo "sanitize.sh: fuzz_api's kernels: $(nm -C "$dir/fuzz_api" |
+      grep -o 'gelu::cpu::N_[A-Z0-9_]*' | sort -u | sed 's/.*::N_//' | tr '\n' ' ')"
     mkdir -p "$dir/corpus"
     # New inputs go to build-fuzz/corpus; fuzz/corpus is the committed seed.
     ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \

@@ -103,9 +103,6 @@ foreach(target ${GELU_CPU_UNIT_TARGETS})
   target_include_directories(${lib} PRIVATE
     ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR})
   target_link_libraries(${lib} PRIVATE hwy::hwy)
-  if(COMMAND gelu_kernel_unit_options)  # cmake/sanitizers.cmake
-    gelu_kernel_unit_options(${lib})
-  endif()
   list(APPEND GELU_CPU_OBJECTS $<TARGET_OBJECTS:${lib}>)
 endforeach()
 if(gelu_units_mask)
