@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -63,37 +64,89 @@ class Error : public std::invalid_argument {
 };
 
 // --- Ops -------------------------------------------------------------------
+// Each op is one entry of the library's op table (src/core/op_table.cpp:
+// its tensors, their shape and dtype rules, its kind and its kernels) and
+// one call here of the generic entry, detail::run_op, with the tensors in
+// the table's order. OpId names the entries, in that order.
+enum class OpId {
+  gelu,
+  gelu_backward,
+  bias_gelu,
+  bias_gelu_backward,
+  add_gelu,
+  add_gelu_backward,
+  geglu,
+  geglu_backward,
+};
+
+namespace detail {
+// A tensor as the generic entry takes it: the caller's view, not a copy.
+struct OpArg {
+  OpArg() = default;
+  OpArg(const void* d, DType t, const std::vector<int64_t>* s)
+      : data(d), dtype(t), shape(s) {}
+  OpArg(const ConstTensorRef& t)  // NOLINT(google-explicit-constructor)
+      : OpArg(t.data, t.dtype, &t.shape) {}
+  OpArg(const TensorRef& t)  // NOLINT(google-explicit-constructor)
+      : OpArg(t.data, t.dtype, &t.shape) {}
+  const void* data = nullptr;
+  DType dtype = DType::f32;
+  const std::vector<int64_t>* shape = nullptr;
+};
+// Validates, plans and runs op `id` on `tensors` (the table's order; a
+// trailing optional output may be left out or be TensorRef{}).
+void run_op(OpId id, std::initializer_list<OpArg> tensors, const Options& options);
+}  // namespace detail
+
 // In place: an output may be exactly the same buffer as an input of the same
 // size (y = x, dx = dy, dx = x); any other overlap is an error.
 
 // y = gelu(x)
-void gelu(ConstTensorRef x, TensorRef y, const Options& = {});
+inline void gelu(ConstTensorRef x, TensorRef y, const Options& o = {}) {
+  detail::run_op(OpId::gelu, {x, y}, o);
+}
 // dx = dy * gelu'(x)
-void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
-                   const Options& = {});
+inline void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                          const Options& o = {}) {
+  detail::run_op(OpId::gelu_backward, {dy, x, dx}, o);
+}
 
 // y = gelu(x + bias); bias is 1-D with the size of x's last dimension.
-void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y, const Options& = {});
+inline void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y,
+                      const Options& o = {}) {
+  detail::run_op(OpId::bias_gelu, {x, bias, y}, o);
+}
 // dx = dy * gelu'(x + bias); dbias = sum of dx over all leading dimensions,
 // accumulated in f32 in a fixed order (deterministic for any thread count).
 // dbias may be f32 when the other tensors are bf16/f16.
-void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
-                        TensorRef dx, TensorRef dbias, const Options& = {});
+inline void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
+                               TensorRef dx, TensorRef dbias, const Options& o = {}) {
+  detail::run_op(OpId::bias_gelu_backward, {dy, x, bias, dx, dbias}, o);
+}
 
 // y = gelu(a + b); a and b of one shape.
-void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y, const Options& = {});
+inline void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y,
+                     const Options& o = {}) {
+  detail::run_op(OpId::add_gelu, {a, b, y}, o);
+}
 // dx = dy * gelu'(a + b): the gradient of both a and b.
-void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
-                       TensorRef dx, const Options& = {});
+inline void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
+                              TensorRef dx, const Options& o = {}) {
+  detail::run_op(OpId::add_gelu_backward, {dy, a, b, dx}, o);
+}
 
 // x [..., 2H] -> y [..., H] = gelu(x[..., :H]) * x[..., H:]
 // (with Options::gelu_half = second: x[..., :H] * gelu(x[..., H:]))
-void geglu(ConstTensorRef x, TensorRef y, const Options& = {});
+inline void geglu(ConstTensorRef x, TensorRef y, const Options& o = {}) {
+  detail::run_op(OpId::geglu, {x, y}, o);
+}
 // dx [..., 2H]: dx[..., :H] = dy * x[..., H:] * gelu'(x[..., :H]),
 //               dx[..., H:] = dy * gelu(x[..., :H])
 // (the halves' roles swapped with gelu_half = second)
-void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
-                    const Options& = {});
+inline void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                           const Options& o = {}) {
+  detail::run_op(OpId::geglu_backward, {dy, x, dx}, o);
+}
 
 // --- Backward ops that also return the forward's value -----------------------
 // The same backward pass, reading x (and bias) once, also stores the forward
@@ -105,15 +158,21 @@ void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
 // data and no shape: not requested) makes these the functions above.
 
 // dx = dy * gelu'(x) and y = gelu(x)
-void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
-                   const Options& = {});
+inline void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                          TensorRef y, const Options& o = {}) {
+  detail::run_op(OpId::gelu_backward, {dy, x, dx, y}, o);
+}
 // dx, dbias as above and y = gelu(x + bias) (y has x's shape and dtype)
-void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
-                        TensorRef dx, TensorRef dbias, TensorRef y,
-                        const Options& = {});
+inline void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
+                               TensorRef dx, TensorRef dbias, TensorRef y,
+                               const Options& o = {}) {
+  detail::run_op(OpId::bias_gelu_backward, {dy, x, bias, dx, dbias, y}, o);
+}
 // dx as above and y [..., H] = gelu(x[..., :H]) * x[..., H:]
-void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
-                    const Options& = {});
+inline void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                           TensorRef y, const Options& o = {}) {
+  detail::run_op(OpId::geglu_backward, {dy, x, dx, y}, o);
+}
 
 // --- Helpers ---------------------------------------------------------------
 const char* dtype_name(DType);               // "f32", "bf16", "f16"

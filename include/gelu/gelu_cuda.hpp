@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "gelu/gelu.hpp"
@@ -47,44 +48,80 @@ struct Workspace {
   std::size_t bytes = 0;
 };
 
+namespace detail {
+// The generic entry of gelu.hpp's detail::run_op on the GPU.
+void run_op(OpId id, std::initializer_list<gelu::detail::OpArg> tensors,
+            const Options& options, Stream stream, Workspace workspace = {});
+// Bytes of workspace op `id` takes when its primary tensor has this shape.
+std::size_t workspace_bytes(OpId id, const std::vector<int64_t>& primary_shape);
+}  // namespace detail
+
 // y = gelu(x)
-void gelu(ConstTensorRef x, TensorRef y, const Options& = {}, Stream = nullptr);
+inline void gelu(ConstTensorRef x, TensorRef y, const Options& o = {},
+                 Stream s = nullptr) {
+  detail::run_op(OpId::gelu, {x, y}, o, s);
+}
 // dx = dy * gelu'(x), and y = gelu(x) where y is given (not TensorRef{})
-void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
-                   const Options& = {}, Stream = nullptr);
-void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
-                   const Options& = {}, Stream = nullptr);
+inline void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                          const Options& o = {}, Stream s = nullptr) {
+  detail::run_op(OpId::gelu_backward, {dy, x, dx}, o, s);
+}
+inline void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                          TensorRef y, const Options& o = {}, Stream s = nullptr) {
+  detail::run_op(OpId::gelu_backward, {dy, x, dx, y}, o, s);
+}
 
 // y = gelu(x + bias)
-void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y, const Options& = {},
-               Stream = nullptr);
+inline void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y,
+                      const Options& o = {}, Stream s = nullptr) {
+  detail::run_op(OpId::bias_gelu, {x, bias, y}, o, s);
+}
 // dx = dy * gelu'(x + bias), dbias = column sums of dx (its order depends
 // only on x's shape), y = gelu(x + bias) where given. `workspace`, when
 // given, must hold bias_gelu_backward_workspace_bytes(x's shape).
-void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
-                        TensorRef dx, TensorRef dbias, const Options& = {},
-                        Stream = nullptr, Workspace workspace = {});
-void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
-                        TensorRef dx, TensorRef dbias, TensorRef y, const Options& = {},
-                        Stream = nullptr, Workspace workspace = {});
+inline void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
+                               TensorRef dx, TensorRef dbias, const Options& o = {},
+                               Stream s = nullptr, Workspace w = {}) {
+  detail::run_op(OpId::bias_gelu_backward, {dy, x, bias, dx, dbias}, o, s, w);
+}
+inline void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
+                               TensorRef dx, TensorRef dbias, TensorRef y,
+                               const Options& o = {}, Stream s = nullptr,
+                               Workspace w = {}) {
+  detail::run_op(OpId::bias_gelu_backward, {dy, x, bias, dx, dbias, y}, o, s, w);
+}
 // Bytes of workspace bias_gelu_backward takes for x of this shape (at most
 // 128 x its last dimension doubles).
-std::size_t bias_gelu_backward_workspace_bytes(const std::vector<int64_t>& x_shape);
+inline std::size_t bias_gelu_backward_workspace_bytes(
+    const std::vector<int64_t>& x_shape) {
+  return detail::workspace_bytes(OpId::bias_gelu_backward, x_shape);
+}
 
 // y = gelu(a + b)
-void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y, const Options& = {},
-              Stream = nullptr);
+inline void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y,
+                     const Options& o = {}, Stream s = nullptr) {
+  detail::run_op(OpId::add_gelu, {a, b, y}, o, s);
+}
 // dx = dy * gelu'(a + b)
-void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
-                       TensorRef dx, const Options& = {}, Stream = nullptr);
+inline void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
+                              TensorRef dx, const Options& o = {}, Stream s = nullptr) {
+  detail::run_op(OpId::add_gelu_backward, {dy, a, b, dx}, o, s);
+}
 
 // y [..., H] = gelu(x[..., :H]) * x[..., H:] (halves swapped with
 // Options::gelu_half = second)
-void geglu(ConstTensorRef x, TensorRef y, const Options& = {}, Stream = nullptr);
-void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
-                    const Options& = {}, Stream = nullptr);
-void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
-                    const Options& = {}, Stream = nullptr);
+inline void geglu(ConstTensorRef x, TensorRef y, const Options& o = {},
+                  Stream s = nullptr) {
+  detail::run_op(OpId::geglu, {x, y}, o, s);
+}
+inline void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                           const Options& o = {}, Stream s = nullptr) {
+  detail::run_op(OpId::geglu_backward, {dy, x, dx}, o, s);
+}
+inline void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
+                           TensorRef y, const Options& o = {}, Stream s = nullptr) {
+  detail::run_op(OpId::geglu_backward, {dy, x, dx, y}, o, s);
+}
 
 // The CUDA architectures this build has code for, as CMake named them
 // ("80-real;90").

@@ -167,8 +167,14 @@ constexpr OpDecl kOps[] = {
      cpu_geglu_backward},
 };
 
-static_assert(std::size(kOps) == static_cast<size_t>(OpId::geglu_backward) + 1,
-              "one entry per OpId, in OpId order");
+constexpr bool entries_in_id_order() {
+  for (size_t i = 0; i < std::size(kOps); ++i)
+    if (static_cast<size_t>(kOps[i].id) != i) return false;
+  return true;
+}
+static_assert(entries_in_id_order() &&
+                  std::size(kOps) == static_cast<size_t>(OpId::geglu_backward) + 1,
+              "one entry per OpId (gelu.hpp), in OpId order");
 
 const char* shape_rule_text(ShapeRule r) {
   switch (r) {

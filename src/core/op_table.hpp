@@ -5,8 +5,8 @@
 // validates (validate.hpp), plans (plan.hpp: plan_op) and runs the kernel
 // through it; `gelu-fusion ops` and `gelu-fusion plan`, the report, the
 // benchmarks and the tests take the op list from all_ops(). Adding an op of
-// an existing kind means one entry here (and its OpId), its public
-// declaration and one-line function, and its tests.
+// an existing kind means one entry here, its OpId and one-line public
+// function in gelu.hpp (and gelu_cuda.hpp), and its tests.
 #pragma once
 
 #include <cstdint>
@@ -19,16 +19,8 @@
 
 namespace gelu::core {
 
-enum class OpId {
-  gelu,
-  gelu_backward,
-  bias_gelu,
-  bias_gelu_backward,
-  add_gelu,
-  add_gelu_backward,
-  geglu,
-  geglu_backward,
-};
+// The ops, in table order (gelu.hpp: the public functions name them).
+using OpId = gelu::OpId;
 
 // How a tensor's expected shape follows from the op's primary tensor (the
 // first tensor whose rule is `primary`).

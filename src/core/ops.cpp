@@ -29,9 +29,6 @@ using core::Role;
 using core::Task;
 using core::TensorArg;
 
-TensorArg arg(const ConstTensorRef& t) { return {t.data, t.dtype, &t.shape}; }
-TensorArg arg(const TensorRef& t) { return {t.data, t.dtype, &t.shape}; }
-
 // Byte pointer to element `i` of a tensor of dtype `t`.
 const char* at(const void* p, DType t, int64_t i) {
   return static_cast<const char*>(p) + i * static_cast<int64_t>(dtype_size(t));
@@ -180,71 +177,16 @@ void run_op(OpId id, std::span<const TensorArg> args, const Options& o) {
 void call_op(const OpDecl& op, std::span<const TensorRef> tensors, const Options& o) {
   TensorArg args[kMaxTensors];
   const size_t n = std::min(tensors.size(), static_cast<size_t>(kMaxTensors));
-  for (size_t i = 0; i < n; ++i) args[i] = arg(tensors[i]);
+  for (size_t i = 0; i < n; ++i) args[i] = tensors[i];
   run_op(op.id, std::span<const TensorArg>(args, n), o);
 }
 
 int last_run_threads() { return g_last_team; }
 }  // namespace core
 
-// The public functions (gelu.hpp): tensors in table order.
-namespace {
-template <size_t K>
-void run(OpId id, const TensorArg (&args)[K], const Options& o) {
-  core::run_op(id, args, o);
-}
-}  // namespace
-
-void gelu(ConstTensorRef x, TensorRef y, const Options& o) {
-  run(OpId::gelu, {arg(x), arg(y)}, o);
-}
-
-void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
-                   const Options& o) {
-  run(OpId::gelu_backward, {arg(dy), arg(x), arg(dx)}, o);
-}
-
-void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
-                   const Options& o) {
-  run(OpId::gelu_backward, {arg(dy), arg(x), arg(dx), arg(y)}, o);
-}
-
-void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y, const Options& o) {
-  run(OpId::add_gelu, {arg(a), arg(b), arg(y)}, o);
-}
-
-void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
-                       TensorRef dx, const Options& o) {
-  run(OpId::add_gelu_backward, {arg(dy), arg(a), arg(b), arg(dx)}, o);
-}
-
-void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y, const Options& o) {
-  run(OpId::bias_gelu, {arg(x), arg(bias), arg(y)}, o);
-}
-
-void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
-                        TensorRef dx, TensorRef dbias, const Options& o) {
-  run(OpId::bias_gelu_backward, {arg(dy), arg(x), arg(bias), arg(dx), arg(dbias)}, o);
-}
-
-void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
-                        TensorRef dx, TensorRef dbias, TensorRef y, const Options& o) {
-  run(OpId::bias_gelu_backward,
-      {arg(dy), arg(x), arg(bias), arg(dx), arg(dbias), arg(y)}, o);
-}
-
-void geglu(ConstTensorRef x, TensorRef y, const Options& o) {
-  run(OpId::geglu, {arg(x), arg(y)}, o);
-}
-
-void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
-                    const Options& o) {
-  run(OpId::geglu_backward, {arg(dy), arg(x), arg(dx)}, o);
-}
-
-void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
-                    const Options& o) {
-  run(OpId::geglu_backward, {arg(dy), arg(x), arg(dx), arg(y)}, o);
+// The public functions' entry (gelu.hpp: each op is one inline call).
+void detail::run_op(OpId id, std::initializer_list<OpArg> tensors, const Options& o) {
+  core::run_op(id, std::span<const OpArg>(tensors.begin(), tensors.size()), o);
 }
 
 }  // namespace gelu

@@ -14,11 +14,7 @@
 namespace gelu::core {
 
 // One tensor argument, in the order of the op's declaration.
-struct TensorArg {
-  const void* data;
-  DType dtype;
-  const std::vector<int64_t>* shape;
-};
+using TensorArg = detail::OpArg;
 
 // Throws gelu::Error on the first rule `args` or `opts` break. Trailing
 // optional outputs may be left out of `args`: they are then absent.

@@ -21,9 +21,6 @@ using core::Role;
 using core::TensorArg;
 using detail::Addend;
 
-TensorArg arg(const ConstTensorRef& t) { return {t.data, t.dtype, &t.shape}; }
-TensorArg arg(const TensorRef& t) { return {t.data, t.dtype, &t.shape}; }
-
 int64_t last_dim(const std::vector<int64_t>& s) { return s.empty() ? 1 : s.back(); }
 
 // Bytes of workspace an op of kind rows_reduce takes (its partial sums).
@@ -36,18 +33,18 @@ std::size_t reduce_workspace_bytes(const std::vector<int64_t>& shape) {
 
 // The generic entry: validates, checks the device, then launches by the
 // op's kind and direction, with its tensors found by role.
-void run_op(const core::OpDecl& op, std::span<const TensorArg> a, const Options& o,
-            Stream s, Workspace w) {
+void run_table_op(const core::OpDecl& op, std::span<const TensorArg> a,
+                  const Options& o, Stream s, Workspace w) {
   core::validate(op.id, a, o);
   const int primary = op.primary();
   const std::vector<int64_t>& shape = *a[primary].shape;
-  if (op.kind == OpKind::rows_reduce) {
-    const std::size_t need = reduce_workspace_bytes(shape);
-    if (w.data != nullptr && w.bytes < need)
-      throw Error(std::string(op.name) + ": workspace has " + std::to_string(w.bytes) +
-                  " bytes, expected at least " + std::to_string(need) +
-                  " (gelu::cuda::" + op.name + "_workspace_bytes)");
-  }
+  const std::size_t need = op.kind == OpKind::rows_reduce
+                               ? reduce_workspace_bytes(shape)
+                               : 0;
+  if (w.data != nullptr && w.bytes < need)
+    throw Error(std::string(op.name) + ": workspace has " + std::to_string(w.bytes) +
+                " bytes, expected at least " + std::to_string(need) +
+                " (gelu::cuda::" + op.name + "_workspace_bytes)");
   const std::string problem = detail::device_problem();
   if (!problem.empty()) throw Error(std::string(op.name) + ": " + problem);
 
@@ -89,7 +86,6 @@ void run_op(const core::OpDecl& op, std::span<const TensorArg> a, const Options&
       const int64_t c = last_dim(shape);
       if (c == 0) return;
       const int sum = op.tensor_of(Role::dbias);
-      const std::size_t need = reduce_workspace_bytes(shape);
       void* owned = nullptr;
       void* partial = w.data;
       if (partial == nullptr && need > 0)
@@ -108,76 +104,19 @@ void run_op(const core::OpDecl& op, std::span<const TensorArg> a, const Options&
   }
 }
 
-template <size_t K>
-void run(OpId id, const TensorArg (&args)[K], const Options& o, Stream s,
-         Workspace w = {}) {
-  run_op(core::op_decl(id), args, o, s, w);
-}
-
 }  // namespace
 
 const char* architectures() { return detail::built_architectures(); }
 
-// The public functions (gelu_cuda.hpp): tensors in table order.
-void gelu(ConstTensorRef x, TensorRef y, const Options& o, Stream s) {
-  run(OpId::gelu, {arg(x), arg(y)}, o, s);
+// The public functions' entry (gelu_cuda.hpp: each op is one inline call).
+void detail::run_op(OpId id, std::initializer_list<gelu::detail::OpArg> tensors,
+                    const Options& o, Stream s, Workspace w) {
+  run_table_op(core::op_decl(id),
+               std::span<const TensorArg>(tensors.begin(), tensors.size()), o, s, w);
 }
 
-void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, const Options& o,
-                   Stream s) {
-  run(OpId::gelu_backward, {arg(dy), arg(x), arg(dx)}, o, s);
-}
-
-void gelu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
-                   const Options& o, Stream s) {
-  run(OpId::gelu_backward, {arg(dy), arg(x), arg(dx), arg(y)}, o, s);
-}
-
-void bias_gelu(ConstTensorRef x, ConstTensorRef bias, TensorRef y, const Options& o,
-               Stream s) {
-  run(OpId::bias_gelu, {arg(x), arg(bias), arg(y)}, o, s);
-}
-
-std::size_t bias_gelu_backward_workspace_bytes(const std::vector<int64_t>& x_shape) {
-  return reduce_workspace_bytes(x_shape);
-}
-
-void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
-                        TensorRef dx, TensorRef dbias, const Options& o, Stream s,
-                        Workspace w) {
-  run(OpId::bias_gelu_backward, {arg(dy), arg(x), arg(bias), arg(dx), arg(dbias)}, o, s,
-      w);
-}
-
-void bias_gelu_backward(ConstTensorRef dy, ConstTensorRef x, ConstTensorRef bias,
-                        TensorRef dx, TensorRef dbias, TensorRef y, const Options& o,
-                        Stream s, Workspace w) {
-  run(OpId::bias_gelu_backward,
-      {arg(dy), arg(x), arg(bias), arg(dx), arg(dbias), arg(y)}, o, s, w);
-}
-
-void add_gelu(ConstTensorRef a, ConstTensorRef b, TensorRef y, const Options& o,
-              Stream s) {
-  run(OpId::add_gelu, {arg(a), arg(b), arg(y)}, o, s);
-}
-
-void add_gelu_backward(ConstTensorRef dy, ConstTensorRef a, ConstTensorRef b,
-                       TensorRef dx, const Options& o, Stream s) {
-  run(OpId::add_gelu_backward, {arg(dy), arg(a), arg(b), arg(dx)}, o, s);
-}
-
-void geglu(ConstTensorRef x, TensorRef y, const Options& o, Stream s) {
-  run(OpId::geglu, {arg(x), arg(y)}, o, s);
-}
-
-void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, const Options& o,
-                    Stream s) {
-  run(OpId::geglu_backward, {arg(dy), arg(x), arg(dx)}, o, s);
-}
-
-void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx, TensorRef y,
-                    const Options& o, Stream s) {
-  run(OpId::geglu_backward, {arg(dy), arg(x), arg(dx), arg(y)}, o, s);
+std::size_t detail::workspace_bytes(OpId id, const std::vector<int64_t>& primary) {
+  return cuda::workspace_bytes(core::op_decl(id), primary);
 }
 
 std::size_t workspace_bytes(const core::OpDecl& op,
@@ -189,8 +128,8 @@ void call(const core::OpDecl& op, std::span<const TensorRef> t, const Options& o
           Stream s, Workspace w) {
   TensorArg args[core::kMaxTensors];
   const size_t n = std::min(t.size(), static_cast<size_t>(core::kMaxTensors));
-  for (size_t i = 0; i < n; ++i) args[i] = arg(t[i]);
-  run_op(op, std::span<const TensorArg>(args, n), o, s, w);
+  for (size_t i = 0; i < n; ++i) args[i] = t[i];
+  run_table_op(op, std::span<const TensorArg>(args, n), o, s, w);
 }
 
 }  // namespace gelu::cuda
