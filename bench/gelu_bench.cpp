@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_chunk.hpp"
 #include "core/op_table.hpp"
 #include "cpu/kernels.hpp"
 #include "ref/elements.hpp"
@@ -67,7 +68,6 @@ void fill(DType t, void* p, int64_t n, float sigma = 1.0f) {
 }
 
 using gelu::core::OpDecl;
-using gelu::core::OpId;
 using gelu::core::Role;
 
 // The activations' scale: GELU_BENCH_SIGMA=2 (or 3) in the environment times
@@ -109,31 +109,23 @@ void fill_scaled(DType t, void* p, int64_t n, Role r, const InputScale& sc,
 }
 
 // The op's kernel alone over [rows, cols] (gated: cols of each half), on
-// buffers by tensor index in op table order; false for an op with no case
-// here. The only per-op code here: which kernel of src/cpu an op runs.
-bool run_kernel(OpId id, Approx f, DType t, int64_t rows, int64_t cols,
+// buffers by tensor index in op table order: the table's CPU binding on one
+// chunk, as the generic entry runs it on one task (element-wise ops are
+// planned as one row of rows x cols).
+void run_kernel(const OpDecl& op, Approx f, DType t, int64_t rows, int64_t cols,
                 const std::vector<char*>& p, double* partial) {
-  const int64_t n = rows * cols;
-  namespace cpu = gelu::cpu;
-  switch (id) {
-    case OpId::gelu: cpu::gelu_fwd(f, t, n, p[0], p[1]); return true;
-    case OpId::gelu_backward: cpu::gelu_bwd(f, t, n, p[0], p[1], p[2]); return true;
-    case OpId::add_gelu: cpu::add_fwd(f, t, n, p[0], p[1], p[2]); return true;
-    case OpId::add_gelu_backward:
-      cpu::add_bwd(f, t, n, p[0], p[1], p[2], p[3]);
-      return true;
-    case OpId::bias_gelu:
-      cpu::bias_fwd(f, t, rows, cols, cols, p[0], p[1], p[2]);
-      return true;
-    case OpId::bias_gelu_backward:
-      cpu::bias_bwd(f, t, rows, cols, cols, p[0], p[1], p[2], p[3], partial);
-      return true;
-    case OpId::geglu: cpu::geglu_fwd(f, t, rows, cols, cols, p[0], p[1]); return true;
-    case OpId::geglu_backward:
-      cpu::geglu_bwd(f, t, rows, cols, cols, p[0], p[1], p[2]);
-      return true;
-  }
-  return false;
+  const bool flat = op.kind == gelu::core::OpKind::eltwise;
+  gelu::core::CpuChunk c{.approx = f,
+                         .dtype = t,
+                         .rows = flat ? 1 : rows,
+                         .cols = flat ? rows * cols : cols,
+                         .row_len = flat ? rows * cols : cols,
+                         .tensors = {},
+                         .partial = partial,
+                         .gelu_second = false,
+                         .stream = false};
+  for (size_t i = 0; i < p.size(); ++i) c.tensors[i] = p[i];
+  op.cpu(c);
 }
 
 void BM_kernel(benchmark::State& st, const OpDecl* op, Approx f, DType t, int64_t n,
@@ -156,10 +148,8 @@ void BM_kernel(benchmark::State& st, const OpDecl* op, Approx f, DType t, int64_
     else fill(t, p.back(), elems, fill_sigma(op->tensors[i].role));
   }
   std::vector<double> partial(cols);
-  if (!run_kernel(op->id, f, t, rows, cols, p, partial.data()))
-    return st.SkipWithError("no kernel call for this op in bench/gelu_bench.cpp");
   for (auto _ : st) {
-    run_kernel(op->id, f, t, rows, cols, p, partial.data());
+    run_kernel(*op, f, t, rows, cols, p, partial.data());
     benchmark::DoNotOptimize(p.back());
     benchmark::ClobberMemory();
   }
