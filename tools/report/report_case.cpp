@@ -7,11 +7,12 @@ namespace gelu::report {
 using core::Role;
 
 Buffer& tensor_buffer(Case& c, int i) {
-  switch (op_decl(c.op).tensors[i].role) {
+  const core::OpDecl& op = op_decl(c.op);
+  switch (op.tensors[i].role) {
     case Role::x: return c.x;
     case Role::addend: return c.b;
     case Role::dy: return c.dy;
-    case Role::y:
+    case Role::y: return op.is_backward() ? c.value : c.out;
     case Role::dx: return c.out;
     case Role::dbias: return c.dbias;
   }
@@ -39,7 +40,7 @@ void lay_out(Case& c) {
 
 Case make_case(OpId id, DType t, Shape s, bool fill) {
   const core::OpDecl& op = op_decl(id);
-  Case c{id, t, s, {}, {}, {}, {}, {}, 0, 0, 0, 0, {}, {}};
+  Case c{id, t, s, {}, {}, {}, {}, {}, {}, 0, 0, 0, 0, {}, {}};
   lay_out(c);
   for (int i = 0; i < op.required_tensors(); ++i) {
     const Role r = op.tensors[i].role;
@@ -48,7 +49,7 @@ Case make_case(OpId id, DType t, Shape s, bool fill) {
     if (r == Role::x) c.x_elems = n;
     if (r == Role::addend) c.b_elems = n;
     if (r == Role::dy) c.dy_elems = n;
-    if (r == Role::y || r == Role::dx) c.out_elems = n;
+    if (&tensor_buffer(c, i) == &c.out) c.out_elems = n;
   }
   if (fill) {
     fill_normal(t, c.x.data(), c.x_elems, 1.f, 1);  // N(0, 1), as activations are
@@ -76,7 +77,7 @@ void fill_inputs(Case& c, const InputScale& s, const Case* unit) {
 }
 
 int64_t traffic_bytes(OpId id, DType t, Shape s) {
-  Case c{id, t, s, {}, {}, {}, {}, {}, 0, 0, 0, 0, {}, {}};
+  Case c{id, t, s, {}, {}, {}, {}, {}, {}, 0, 0, 0, 0, {}, {}};
   lay_out(c);
   int64_t bytes = 0;
   for (size_t i = 0; i < c.shapes.size(); ++i)

@@ -20,7 +20,9 @@ struct Case {
   OpId op;
   DType dtype;
   Shape shape;
-  Buffer x, b, dy, out, dbias;
+  // out: the op's y or dx, the output the accuracy section checks; value: a
+  // backward op's y when the table makes it a required output.
+  Buffer x, b, dy, out, dbias, value;
   int64_t x_elems = 0, b_elems = 0, dy_elems = 0, out_elems = 0;
   // Per tensor of the op, in table order: its shape and its dtype.
   std::vector<std::vector<int64_t>> shapes;
