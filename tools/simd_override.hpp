@@ -1,10 +1,12 @@
 // GELU_SIMD_TARGET for the command-line tools and benchmarks: our kernels
 // run on that target (gelu::set_simd_target), and oneDNN, the report's
 // peer, is limited to the same instruction set through ONEDNN_MAX_CPU_ISA
-// (unless that is set already), so that a narrower CPU's speed can be
-// measured on this one, ours against oneDNN's code for that CPU. PyTorch,
-// the other peer, is not limited (its CPU dispatch has no such switch for
-// its own kernels), and the report says so.
+// and PyTorch, the other peer (run in a python child process), through
+// ATEN_CPU_CAPABILITY (each unless set already), so that a narrower CPU's
+// speed can be measured on this one, ours against the peers' code for that
+// CPU. PyTorch's capability covers its ATen kernels (GELU among them); its
+// capabilities are coarser than Highway's targets, and the report says
+// which it ran.
 #pragma once
 
 #include <cstdlib>
@@ -25,6 +27,14 @@ inline const char* onednn_isa_for(std::string_view target) {
   return "SSE41";  // SSE4, and the portable targets (oneDNN has nothing lower)
 }
 
+// PyTorch's ATEN_CPU_CAPABILITY for a Highway target: avx512 for the
+// AVX-512 targets, avx2, else default (its portable code).
+inline const char* aten_capability_for(std::string_view target) {
+  if (target.substr(0, 4) == "AVX3") return "avx512";
+  if (target == "AVX2") return "avx2";
+  return "default";
+}
+
 // Applies GELU_SIMD_TARGET if set; returns the target then in use when it
 // was set, else "". Throws gelu::Error for a target this CPU or build lacks.
 inline std::string apply_simd_target_env() {
@@ -33,6 +43,7 @@ inline std::string apply_simd_target_env() {
   gelu::set_simd_target(want);
   const std::string target = gelu::simd_target();
   setenv("ONEDNN_MAX_CPU_ISA", onednn_isa_for(target), /*overwrite=*/0);
+  setenv("ATEN_CPU_CAPABILITY", aten_capability_for(target), /*overwrite=*/0);
   return target;
 }
 

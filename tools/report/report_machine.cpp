@@ -69,9 +69,11 @@ std::string simd_target_text() {
   const char* pinned = std::getenv("GELU_SIMD_TARGET");
   if (pinned == nullptr || *pinned == '\0') return gelu::simd_target();
   const char* isa = std::getenv("ONEDNN_MAX_CPU_ISA");
+  const char* aten = std::getenv("ATEN_CPU_CAPABILITY");
   return gelu::simd_target() +
          " (GELU_SIMD_TARGET; best here: " + gelu::simd_targets().front() +
-         "; oneDNN limited to " + (isa ? isa : "its best") + "; PyTorch not limited)";
+         "; oneDNN limited to " + (isa ? isa : "its best") + "; PyTorch to " +
+         (aten ? std::string(aten) + " (ATEN_CPU_CAPABILITY)" : "its best") + ")";
 }
 
 std::vector<std::pair<std::string, std::string>> machine_facts() {
