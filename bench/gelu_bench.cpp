@@ -171,7 +171,7 @@ void BM_copy(benchmark::State& st, int64_t n) {
 }
 
 const bool kRegistered = [] {
-  const Approx forms[] = {Approx::none, Approx::tanh, Approx::quick};
+  const auto& forms = gelu::kAllForms;
   const DType dtypes[] = {DType::f32, DType::bf16, DType::f16};
   for (int64_t n : kSizes)
     benchmark::RegisterBenchmark(("copy/f32/" + std::to_string(n)).c_str(), BM_copy, n)

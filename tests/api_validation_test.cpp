@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -157,9 +158,23 @@ TEST(Validation, OptionsAreChecked) {
       [&] {
         gelu(x.cref(), y.ref(), Options{static_cast<Approx>(9), 0});
       },
-      {"gelu: approximate is 9"}, {&y});
+      {"gelu: approximate is 9, expected a form: 'none', 'tanh' or 'quick'"}, {&y});
   EXPECT_THROW(parse_approx("erf"), Error);
   EXPECT_EQ(parse_approx("tanh"), Approx::tanh);
+  // The form list (GELU_FUSION_FORMS): every form's name parses back to it,
+  // in Approx order, and an unknown name's message lists them all.
+  ASSERT_EQ(std::size(kAllForms), 3u);
+  for (std::size_t i = 0; i < std::size(kAllForms); ++i) {
+    EXPECT_EQ(static_cast<std::size_t>(kAllForms[i]), i);
+    EXPECT_EQ(parse_approx(approx_name(kAllForms[i])), kAllForms[i]);
+  }
+  EXPECT_STREQ(approx_name(static_cast<Approx>(9)), "invalid approximate");
+  try {
+    parse_approx("gelu");
+    ADD_FAILURE() << "parse_approx(\"gelu\") did not throw";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "approximate is 'gelu', expected 'none', 'tanh' or 'quick'");
+  }
   EXPECT_THROW(parse_dtype("f64"), Error);
   EXPECT_EQ(parse_dtype("bfloat16"), DType::bf16);
 }

@@ -1,7 +1,6 @@
-// The CUDA kernels' scalar code, compiled here by the host compiler (it is
-// __host__ __device__): its loads, its rounding of double results straight
-// to bf16/f16, and its double GELU math against the reference. On the GPU
-// only the math library under it changes (CUDA's erfc and exp for glibc's);
+// The CUDA kernels' storage code, compiled here by the host compiler (it is
+// __host__ __device__): its loads and its rounding of double results
+// straight to bf16/f16. The f32 math has its own test (gelu_f32_test.cpp);
 // tests/cuda checks the kernels themselves where a GPU is present.
 #include <gtest/gtest.h>
 
@@ -17,7 +16,6 @@ namespace gelu::testing {
 namespace {
 
 namespace cs = cuda::storage;
-namespace cm = cuda::math;
 
 TEST(CudaScalar, LoadsEveryPatternExactly) {
   for (uint32_t h = 0; h < 65536; ++h) {
@@ -77,41 +75,6 @@ TEST(CudaScalar, RoundsBf16Once) {
 TEST(CudaScalar, RoundsF16Once) {
   check_rounding<cs::F16>(f32_to_f16, f16_to_f32, 0x1fffu);
 }
-
-template <Approx F>
-void check_math(Approx form) {
-  // Every bf16 and f16 value, and f32 values across the range.
-  std::vector<double> xs;
-  for (uint32_t h = 0; h < 65536; ++h) {
-    xs.push_back(bf16_to_f32(static_cast<uint16_t>(h)));
-    xs.push_back(f16_to_f32(static_cast<uint16_t>(h)));
-  }
-  std::mt19937 rng(3);
-  for (int k = 0; k < 1'000'000; ++k) {
-    const uint32_t u = rng();
-    float f;
-    std::memcpy(&f, &u, 4);
-    xs.push_back(k % 2 ? f : -14.0 + 11.0 * (u >> 8) * 0x1p-24);
-  }
-  double worst_fwd = 0, worst_bwd = 0;
-  for (double x : xs) {
-    const Expect ef = expect_fwd(form, x), eb = expect_bwd(form, x, 1.0);
-    const double f = error_ulps(DType::f32, float(cm::value<F>(x)), ef);
-    const double b = error_ulps(DType::f32, float(cm::grad<F>(x)), eb);
-    worst_fwd = std::fmax(worst_fwd, f);
-    worst_bwd = std::fmax(worst_bwd, b);
-    ASSERT_LE(f, 0.5 + 1e-6) << approx_name(form) << " gelu(" << x << ")";
-    ASSERT_LE(b, 0.5 + 1e-6) << approx_name(form) << " gelu'(" << x << ")";
-  }
-  std::printf(
-      "[ figures  ] %s: worst f32 error of the double math, rounded once: "
-      "gelu %.3f ulp, gelu' %.3f ulp\n",
-      approx_name(form), worst_fwd, worst_bwd);
-}
-
-TEST(CudaScalar, MathRoundsCorrectlyErf) { check_math<Approx::none>(Approx::none); }
-TEST(CudaScalar, MathRoundsCorrectlyTanh) { check_math<Approx::tanh>(Approx::tanh); }
-TEST(CudaScalar, MathRoundsCorrectlyQuick) { check_math<Approx::quick>(Approx::quick); }
 
 }  // namespace
 }  // namespace gelu::testing

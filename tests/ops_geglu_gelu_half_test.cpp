@@ -69,7 +69,7 @@ TEST_P(GegluGeluHalf, SecondHalfIsTheFirstOnSwappedHalves) {
 
 std::vector<Case> cases() {
   std::vector<Case> c;
-  for (Approx a : {Approx::none, Approx::tanh, Approx::quick})
+  for (Approx a : kForms)
     for (DType t : {DType::f32, DType::bf16, DType::f16}) {
       c.push_back({a, t, 1, 1, 1});
       c.push_back({a, t, 3, 17, 1});     // below and past a vector

@@ -153,7 +153,9 @@ double check_all(const Buffer& out, ExpectFn expect, double bound,
   return worst;
 }
 
-inline const Approx kForms[] = {Approx::none, Approx::tanh, Approx::quick};
+// Every form of the library (GELU_FUSION_FORMS): a new form is tested by
+// every suite that loops over these.
+inline constexpr const auto& kForms = kAllForms;
 
 // Test-name suffix "none_f32" for suites parameterised by (form, dtype).
 inline std::string form_dtype_name(

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -151,7 +152,8 @@ int run_sweep(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     if ((a == "--form" || a == "--approximate") && i + 1 < args.size()) {
       const std::string f = args[++i];
-      if (f == "all") forms = {Approx::none, Approx::tanh, Approx::quick};
+      if (f == "all")
+        forms.assign(std::begin(gelu::kAllForms), std::end(gelu::kAllForms));
       else forms.push_back(gelu::parse_approx(f));
     } else if (a == "--step" && i + 1 < args.size()) {
       step = std::stoull(args[++i]);

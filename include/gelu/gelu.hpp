@@ -26,7 +26,25 @@
 namespace gelu {
 
 enum class DType { f32, bf16, f16 };
-enum class Approx { none, tanh, quick };
+
+// The forms, in Approx order: the one list that every choice by form in the
+// library expands (names and parsing, validation, the CPU and CUDA dispatch,
+// the reference, the PyTorch surface). A form's formula is in
+// src/math/gelu_forms.hpp, its f32 method in src/math/gelu_f32.hpp and
+// src/cpu/gelu_math-inl.h.
+#define GELU_FUSION_FORMS(X) X(none) X(tanh) X(quick)
+
+enum class Approx {
+#define GELU_FUSION_FORM_ENUMERATOR(name) name,
+  GELU_FUSION_FORMS(GELU_FUSION_FORM_ENUMERATOR)
+#undef GELU_FUSION_FORM_ENUMERATOR
+};
+// Every form, in Approx order.
+inline constexpr Approx kAllForms[] = {
+#define GELU_FUSION_FORM_VALUE(name) Approx::name,
+    GELU_FUSION_FORMS(GELU_FUSION_FORM_VALUE)
+#undef GELU_FUSION_FORM_VALUE
+};
 // Which half of geglu's x [..., 2H] the GELU applies to (the other half
 // multiplies it): first, gelu(x[..., :H]) * x[..., H:]; second,
 // x[..., :H] * gelu(x[..., H:]) (diffusers' GEGLU: `h, gate = x.chunk(2, -1)`,
@@ -175,9 +193,11 @@ inline void geglu_backward(ConstTensorRef dy, ConstTensorRef x, TensorRef dx,
 }
 
 // --- Helpers ---------------------------------------------------------------
-const char* dtype_name(DType);               // "f32", "bf16", "f16"
-const char* approx_name(Approx);             // "none", "tanh", "quick"
-Approx parse_approx(std::string_view);       // throws Error on an unknown name
+const char* dtype_name(DType);          // "f32", "bf16", "f16"
+const char* approx_name(Approx);        // "none", "tanh", "quick"
+Approx parse_approx(std::string_view);  // throws Error on an unknown name
+// The forms' names as a message lists them: "'none', 'tanh' or 'quick'".
+std::string approx_names_listed();
 const char* gelu_half_name(GeluHalf);        // "first", "second"
 GeluHalf parse_gelu_half(std::string_view);  // throws Error on an unknown name
 DType parse_dtype(std::string_view);         // throws Error on an unknown name

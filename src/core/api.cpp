@@ -1,5 +1,6 @@
 // Small public helpers: names, parsing, sizes.
 #include <cctype>
+#include <iterator>
 #include <limits>
 #include <string>
 
@@ -20,19 +21,29 @@ const char* dtype_name(DType t) {
 
 const char* approx_name(Approx a) {
   switch (a) {
-    case Approx::none: return "none";
-    case Approx::tanh: return "tanh";
-    case Approx::quick: return "quick";
+#define GELU_FORM_NAME_CASE(name) \
+  case Approx::name: return #name;
+    GELU_FUSION_FORMS(GELU_FORM_NAME_CASE)
+#undef GELU_FORM_NAME_CASE
   }
   return "invalid approximate";
 }
 
+std::string approx_names_listed() {
+  std::string s;
+  const std::size_t n = std::size(kAllForms);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0) s += i + 1 < n ? ", " : " or ";
+    s += std::string("'") + approx_name(kAllForms[i]) + "'";
+  }
+  return s;
+}
+
 Approx parse_approx(std::string_view s) {
-  if (s == "none") return Approx::none;
-  if (s == "tanh") return Approx::tanh;
-  if (s == "quick") return Approx::quick;
-  throw Error("approximate is '" + std::string(s) +
-              "', expected 'none', 'tanh' or 'quick'");
+  for (Approx a : kAllForms)
+    if (s == approx_name(a)) return a;
+  throw Error("approximate is '" + std::string(s) + "', expected " +
+              approx_names_listed());
 }
 
 const char* gelu_half_name(GeluHalf h) {

@@ -78,10 +78,11 @@ void validate(OpId id, std::span<const TensorArg> args, const Options& opts) {
                  (opts.gelu_half == GeluHalf::second
                       ? ", expected the default 'first' (it applies to geglu only)"
                       : ", expected GeluHalf::first or GeluHalf::second"));
-  if (opts.approximate != Approx::none && opts.approximate != Approx::tanh &&
-      opts.approximate != Approx::quick)
+  bool known_form = false;
+  for (Approx a : kAllForms) known_form = known_form || a == opts.approximate;
+  if (!known_form)
     fail(op, "approximate is " + std::to_string(static_cast<int>(opts.approximate)) +
-                 ", expected Approx::none, Approx::tanh or Approx::quick");
+                 ", expected a form: " + approx_names_listed());
 
   // The primary tensor fixes every other shape and the dtype.
   const int primary = op.primary();

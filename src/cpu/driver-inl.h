@@ -38,6 +38,7 @@
 #include "gelu/gelu.hpp"
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "math/gelu_forms.hpp"
 
 HWY_BEFORE_NAMESPACE();
 namespace gelu::cpu {
@@ -974,11 +975,8 @@ HWY_INLINE void BiasBackwardRows(size_t rows, size_t cols, size_t stride,
 // Calls fn(Math{}) with the math struct of the form.
 template <class Fn>
 HWY_INLINE void WithForm(Approx form, Fn&& fn) {
-  switch (form) {
-    case Approx::none: return fn(GeluErfMath());
-    case Approx::tanh: return fn(GeluTanhMath());
-    case Approx::quick: return fn(GeluQuickMath());
-  }
+  ::gelu::math::visit_form(
+      form, [&](auto f) { fn(typename FormMath<decltype(f)::value>::type()); });
 }
 
 // Calls fn(Storage{}) with the storage tag of the dtype.

@@ -55,6 +55,7 @@
 
 #include "cpu/gelu_coefficients.h"
 #include "cpu/gelu_coefficients_n8.h"
+#include "gelu/gelu.hpp"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -542,6 +543,22 @@ struct GeluQuickMath
                   gelu_math::kQuickShiftN8, gelu_math::kQuickValueN8,
                   gelu_math::kQuickGradN8, gelu_math::kQuickValueN8Bf16F16,
                   gelu_math::kQuickGradN8Bf16F16> {};
+
+// The math of each form (GELU_FUSION_FORMS), for the driver's dispatch.
+template <Approx F>
+struct FormMath;
+template <>
+struct FormMath<Approx::none> {
+  using type = GeluErfMath;
+};
+template <>
+struct FormMath<Approx::tanh> {
+  using type = GeluTanhMath;
+};
+template <>
+struct FormMath<Approx::quick> {
+  using type = GeluQuickMath;
+};
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)
 }  // namespace HWY_NAMESPACE

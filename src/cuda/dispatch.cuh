@@ -12,6 +12,7 @@
 #include "cuda/body/dbias.hpp"
 #include "cuda/body/eltwise.hpp"
 #include "cuda/launch.hpp"
+#include "math/gelu_forms.hpp"
 
 namespace gelu::cuda::detail {
 
@@ -40,8 +41,7 @@ void launch_body(const body::Launch& l, const Args& args, Stream stream) {
       <<<dim3(l.grid.x, l.grid.y), dim3(l.block.x, l.block.y), 0, stream>>>(args);
 }
 
-template <Approx F>
-using FormTag = std::integral_constant<Approx, F>;
+using ::gelu::math::FormTag;
 template <DType D>
 using DTypeTag = std::integral_constant<DType, D>;
 
@@ -55,11 +55,7 @@ void with_form_dtype(Approx form, DType t, Fn&& fn) {
       case DType::f16: return fn(f, DTypeTag<DType::f16>{});
     }
   };
-  switch (form) {
-    case Approx::none: return on_dtype(FormTag<Approx::none>{});
-    case Approx::tanh: return on_dtype(FormTag<Approx::tanh>{});
-    case Approx::quick: return on_dtype(FormTag<Approx::quick>{});
-  }
+  ::gelu::math::visit_form(form, on_dtype);
 }
 
 // An element-wise body over rows x cols of `arrays` (eltwise.hpp), with

@@ -13,7 +13,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cuda/scalar_math.hpp"
+#include <math.h>
+
+#include "gelu/gelu.hpp"
+#include "math/host_device.hpp"
 
 namespace gelu::cuda::storage {
 
@@ -67,7 +70,7 @@ inline constexpr double kSumBand = 1.0 + 0x1p-20;
 template <class S>
 GELU_HD typename S::T round_to(double v, double band) {
   using T = typename S::T;
-  if (math::is_nan(v)) return S::nan_of(float(v));
+  if (v != v) return S::nan_of(float(v));  // NaN
   const T sign = signbit(v) ? T(0x8000u) : T(0);
   double a = fabs(v);
   constexpr T kInf = T(((1 << (15 - S::kMantissa)) - 1) << S::kMantissa);

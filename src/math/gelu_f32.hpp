@@ -224,9 +224,10 @@ GELU_HD float erf_tail_coefficient(int j) {
 // Above these t the form's gelu(-t), gelu'(-t) underflow to zero and
 // gelu(t) = t, gelu'(t) = 1 in f32 (as the CPU's).
 template <Approx F>
-inline constexpr float kTmax = F == Approx::none   ? 14.75f
-                               : F == Approx::tanh ? 11.0f
-                                                   : 68.0f;
+inline constexpr float kTmax = F == Approx::none    ? 14.75f
+                               : F == Approx::tanh  ? 11.0f
+                               : F == Approx::quick ? 68.0f
+                                                    : -1.0f;  // no such form
 
 // ---------------------------------------------------------------------------
 // The steps.
@@ -403,6 +404,7 @@ GELU_HD void value_and_grad(float x, float& value, float& grad) {
   } else if constexpr (F == Approx::tanh) {
     tanh_tail(tt, vs, gs);
   } else {
+    static_assert(F == Approx::quick, "a form without its tail here");
     quick_tail(tt, vs, gs);
   }
   value = fma_rn(-vs, kTwoPowM64, x > -0.0f ? x : -0.0f);

@@ -208,8 +208,8 @@ def test_add_gelu_with_a_python_scalar(dtype):
 
 
 def test_the_quick_fallbacks_use_the_librarys_constant():
-    """Eager (form_ops.cpp) and TorchScript (functional.py, which writes the
-    constant out) compute x * sigmoid(s x) with s the library's own
+    """Eager and TorchScript (both through form_ops.cpp's composition)
+    compute x * sigmoid(s x) with s the library's own
     (src/math/gelu_forms.hpp, read through the op table's JSON)."""
     s = gelu_fusion._surface.FORMS["quick_scale"]
     assert abs(s - 1.702) < 1e-15
@@ -219,3 +219,32 @@ def test_the_quick_fallbacks_use_the_librarys_constant():
     scripted = torch.jit.script(gelu_fusion.functional._scripted_composed)
     assert torch.equal(scripted(x, "quick"), want)
     assert torch.equal(gelu_fusion.functional._scripted_composed(x, "quick"), want)
+
+
+def test_the_form_list_comes_from_the_library():
+    """The package's forms are the C++ list (GELU_FUSION_FORMS), in order,
+    and its messages list them."""
+    assert gelu_fusion._surface.FORM_NAMES == tuple(FORMS)
+    with pytest.raises(RuntimeError, match="expected 'none', 'tanh' or 'quick'"):
+        gelu_fusion.gelu(inputs((3,), torch.float64), "erf")
+
+
+@FORM
+def test_composed_gelu_is_pytorchs_or_the_forms_formula(form):
+    """_composed_gelu is PyTorch's own GELU for the forms PyTorch has (with
+    the library's limit at -inf), and otherwise the form's formula
+    (src/math/gelu_forms.hpp), which then agrees with the kernels in float64
+    against float32, its gradient with the kernel's backward."""
+    x = inputs((513,), torch.float32)
+    xd = x.double().requires_grad_()
+    y = torch.ops.gelu_fusion._composed_gelu(xd, form)
+    if form in ("none", "tanh"):
+        assert torch.equal(y, F.gelu(xd, approximate=form))
+        ninf = torch.tensor([float("-inf"), 1.0], dtype=torch.float64)
+        assert torch.ops.gelu_fusion._composed_gelu(ninf, form)[0].item() == 0.0
+        return
+    torch.testing.assert_close(y.float(), gelu_fusion.gelu(x, form), rtol=3e-7, atol=4e-45)
+    (g,) = torch.autograd.grad(y.sum(), xd)
+    want = torch.ops.gelu_fusion.gelu_backward(torch.ones_like(x), x, approximate=form)
+    # atol: the backward's bound scales with |s| + |x s'|, not |gelu'|.
+    torch.testing.assert_close(g.float(), want, rtol=3e-7, atol=3e-7)

@@ -306,7 +306,7 @@ int main() {
       for (DType t : {DType::f32, DType::bf16, DType::f16}) {
         Run conv{target + " " + gelu::dtype_name(t)};
         Conversions(conv, t);
-        for (Approx a : {Approx::none, Approx::tanh, Approx::quick}) {
+        for (Approx a : gelu::kAllForms) {
           Run run{target + " " + gelu::dtype_name(t) + " " + gelu::approx_name(a)};
           Elementwise(run, a, t);
           Rows(run, a, t);
@@ -321,7 +321,7 @@ int main() {
       {},         {0},        {7},         {3, 0},      {0, 5},     {1031},
       {37, 1031}, {4, 3, 65}, {300, 4099}, {3000, 130}, {2, 200003}};
   for (DType t : {DType::f32, DType::bf16, DType::f16})
-    for (Approx a : {Approx::none, Approx::tanh, Approx::quick})
+    for (Approx a : gelu::kAllForms)
       for (const auto& shape : shapes)
         for (int threads : {1, 2}) {
           Run run{std::string("ops ") + gelu::dtype_name(t) + " " +

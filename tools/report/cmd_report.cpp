@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "command.hpp"
@@ -119,7 +120,7 @@ int run_report(const std::vector<std::string>& args) {
   Settings s;
   for (const core::OpDecl& op : core::all_ops()) s.ops.push_back(op.id);
   s.dtypes = {DType::f32, DType::bf16, DType::f16};
-  s.accuracy_forms = {Approx::none, Approx::tanh, Approx::quick};
+  s.accuracy_forms.assign(std::begin(kAllForms), std::end(kAllForms));
   s.throughput_forms = {Approx::none};
   std::string ops, dtypes, sizes, threads, forms, json_path, points;
   fs::path out_dir = binary_dir() / "report";

@@ -48,7 +48,7 @@ void run_cliffs(const Settings& s, Report& r) {
     // same rounds, 1 thread, in cache and at the largest size.
     for (int64_t n : {cached, big}) {
       std::vector<Case> cases = scale_cases(op, n);
-      for (Approx form : {Approx::none, Approx::tanh, Approx::quick}) {
+      for (Approx form : kAllForms) {
         if (std::find(s.throughput_forms.begin(), s.throughput_forms.end(), form) !=
             s.throughput_forms.end())
           continue;

@@ -47,14 +47,16 @@ memory::data_type dt(DType t) {
   return memory::data_type::f32;
 }
 
-// The eltwise algorithm and alpha of a form.
+// Whether oneDNN has the form; its eltwise algorithm and alpha.
+bool has_form(Approx f) {
+  return f == Approx::none || f == Approx::tanh || f == Approx::quick;
+}
 algorithm alg(Approx f) {
   switch (f) {
-    case Approx::none: return algorithm::eltwise_gelu_erf;
     case Approx::tanh: return algorithm::eltwise_gelu_tanh;
     case Approx::quick: return algorithm::eltwise_swish;  // x*sigmoid(a x)
+    default: return algorithm::eltwise_gelu_erf;
   }
-  return algorithm::eltwise_gelu_erf;
 }
 float alpha(Approx f) {
   return f == Approx::quick ? static_cast<float>(gelu::math::kQuickScale) : 0.f;
@@ -137,6 +139,10 @@ std::string version() {
 void set_threads(int threads) { omp_set_num_threads(threads); }
 
 std::unique_ptr<Peer> make_peer(Case& c, Approx form, std::string* why) {
+  if (!has_form(form)) {
+    *why = std::string("no ") + approx_name(form) + " form in oneDNN";
+    return nullptr;
+  }
   try {
     auto p = build(c, form);
     if (!p) *why = "no such op in oneDNN";

@@ -14,13 +14,6 @@
 
 namespace gelu_torch::composed {
 
-// The constants of the forms (math/gelu_forms.hpp names their sources).
-using ::gelu::math::kInvSqrt2;
-using ::gelu::math::kInvSqrt2Pi;
-using ::gelu::math::kQuickScale;
-using ::gelu::math::kSqrt2OverPi;
-using ::gelu::math::kTanhCubic;
-
 // z in float when it is stored narrower; `back` rounds a result to z's dtype.
 inline at::Tensor widen(const at::Tensor& z) {
   const auto t = z.scalar_type();
@@ -30,34 +23,20 @@ inline at::Tensor back(const at::Tensor& r, const at::Tensor& z) {
   return r.scalar_type() == z.scalar_type() ? r : r.to(z.scalar_type());
 }
 
+// The forms' formulas (math/gelu_forms.hpp) on tensors.
+struct TensorMath {
+  static at::Tensor erfc(const at::Tensor& t) { return at::special_erfc(t); }
+  static at::Tensor exp(const at::Tensor& t) { return at::exp(t); }
+  static at::Tensor sigmoid(const at::Tensor& t) { return at::sigmoid(t); }
+};
+
 // The factor s(z) with gelu(z) = z * s(z), and its derivative s'(z).
-// erf:   s = Phi(z) = erfc(-z/sqrt 2)/2, s' = phi(z) (the normal density)
-// tanh:  s = sigmoid(2u), u = sqrt(2/pi) (z + c z^3),
-//        s' = 2 u' s (1 - s), u' = sqrt(2/pi) (1 + 3 c z^2)
-// quick: s = sigmoid(k z), s' = k s (1 - s)
-// with 1 - s written sigmoid(-2u) (sigmoid(-k z)): 1 - s cancels to 0 in
-// float for large z, where the derivatives still have a few significant
-// digits.
 inline void factor(const at::Tensor& z, gelu::Approx form, at::Tensor& s,
                    at::Tensor& ds) {
-  switch (form) {
-    case gelu::Approx::none:
-      s = 0.5 * at::special_erfc(-kInvSqrt2 * z);
-      ds = kInvSqrt2Pi * at::exp(-0.5 * z * z);
-      return;
-    case gelu::Approx::tanh: {
-      const at::Tensor z2 = z * z;
-      const at::Tensor two_u = (2.0 * kSqrt2OverPi) * z * (1.0 + kTanhCubic * z2);
-      s = at::sigmoid(two_u);
-      ds = (2.0 * kSqrt2OverPi) * (1.0 + (3.0 * kTanhCubic) * z2) * s *
-           at::sigmoid(-two_u);
-      return;
-    }
-    case gelu::Approx::quick:
-      s = at::sigmoid(kQuickScale * z);
-      ds = kQuickScale * s * at::sigmoid(-kQuickScale * z);
-      return;
-  }
+  gelu::math::visit_form(form, [&](auto f) {
+    gelu::math::Formula<decltype(f)::value>::template gate_and_slope<TensorMath>(z, s,
+                                                                                 ds);
+  });
 }
 
 inline at::Tensor gelu(const at::Tensor& z_in, gelu::Approx form) {

@@ -10,6 +10,7 @@
 // composition) through the dispatcher, so autograd, forward AD, double
 // backward, the messages and torch.compile's view of it are those ops' own.
 #include <ATen/ATen.h>
+#include <ATen/FunctionalTensorWrapper.h>
 #include <torch/library.h>
 
 #include <array>
@@ -18,9 +19,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common.hpp"
+#include "derivatives.hpp"
 #include "form_ops.hpp"
 #include "kernel.hpp"
-#include "math/gelu_forms.hpp"
 
 namespace gelu_torch {
 namespace {
@@ -28,8 +30,6 @@ namespace {
 using at::Tensor;
 using gelu::core::OpDecl;
 using gelu::core::OpKind;
-
-constexpr const char* kForms[] = {"none", "tanh", "quick"};
 
 struct FormOp {
   const OpDecl* op;
@@ -43,7 +43,8 @@ const std::vector<FormOp>& all_form_ops() {
     std::vector<FormOp> v;
     for (const OpDecl& op : gelu::core::all_ops()) {
       if (!op.backward) continue;  // forward ops only
-      for (const char* form : kForms) {
+      for (gelu::Approx a : gelu::kAllForms) {
+        const char* form = gelu::approx_name(a);
         if (!has_gelu_half(op)) {
           v.push_back({&op, std::string("_") + op.name + "_" + form, form, ""});
           continue;
@@ -81,11 +82,28 @@ bool on_kernel(const Tensor& t) {
   return d == at::kFloat || d == at::kBFloat16 || d == at::kHalf;
 }
 
-// PyTorch's own GELU of the form, with the library's limit gelu(-inf) = 0
-// and gradient 0 there (x * Phi(x) is -inf * 0 = NaN, and so is its
+// check_storage (common.hpp) for a tensor PyTorch's composition would read:
+// PyTorch's kernels crash on a tensor whose storage was resized under it.
+// Wrappers (functionalization, FakeTensor) have no data of their own.
+void check_composed_input(const char* op, const char* name, const Tensor& t) {
+  if (t.layout() != at::kStrided || !(t.is_cpu() || t.is_cuda()) ||
+      at::functionalization::impl::isFunctionalTensor(t) ||
+      t.unsafeGetTensorImpl()->is_python_dispatch())
+    return;
+  check_storage(op, name, t);
+}
+
+// The forms PyTorch has (at::gelu's approximate).
+bool torch_has_form(const std::string& form) {
+  return form == "none" || form == "tanh";
+}
+
+// PyTorch's own GELU of the form, or the form's formula (derivatives.hpp)
+// where PyTorch has none, with the library's limit gelu(-inf) = 0 and
+// gradient 0 there (x * Phi(x) is -inf * 0 = NaN, and so is its
 // derivative): -inf is computed as 0.
 Tensor composed_gelu(const Tensor& z_in, const std::string& form) {
-  TORCH_CHECK(form != "quick" || z_in.is_floating_point() || z_in.is_complex(),
+  TORCH_CHECK(torch_has_form(form) || z_in.is_floating_point() || z_in.is_complex(),
               "gelu_fusion::gelu: x has dtype ", z_in.scalar_type(),
               ", expected a floating-point dtype");
   Tensor z = z_in, ninf;
@@ -93,8 +111,8 @@ Tensor composed_gelu(const Tensor& z_in, const std::string& form) {
     ninf = z == -std::numeric_limits<double>::infinity();
     z = at::where(ninf, at::zeros({}, z.options()), z);
   }
-  const Tensor y = form == "quick" ? z * at::sigmoid(z * gelu::math::kQuickScale)
-                                   : at::gelu(z, form);
+  const Tensor y = torch_has_form(form) ? at::gelu(z, form)
+                                        : composed::gelu(z, gelu::parse_approx(form));
   return ninf.defined() ? at::where(ninf, at::zeros({}, y.options()), y) : y;
 }
 
@@ -152,6 +170,9 @@ void form_kernel(const c10::OperatorHandle& handle, c10::DispatchKeySet,
   if (!kernel) {
     std::vector<Tensor> in;
     for (const auto& v : torch::jit::last(*stack, n_in)) in.push_back(v.toTensor());
+    for (size_t k = 0; k < n_in; ++k)
+      check_composed_input(f->op->name, handle.schema().arguments()[k].name().c_str(),
+                           in[k]);
     torch::jit::drop(*stack, n_in);
     torch::jit::push(*stack, composed(*f, in));
     return;
@@ -165,11 +186,16 @@ void form_kernel(const c10::OperatorHandle& handle, c10::DispatchKeySet,
 
 void define_form_ops(torch::Library& m) {
   for (const FormOp& f : all_form_ops()) m.def(schema_of(f).c_str());
+  m.def("_composed_gelu(Tensor x, str approximate) -> Tensor");
 }
 
 void register_form_ops(torch::Library& m) {
   for (const FormOp& f : all_form_ops())
     m.impl(f.name.c_str(), torch::CppFunction::makeFromBoxedFunction<&form_kernel>());
+  m.impl("_composed_gelu", [](const Tensor& x, c10::string_view approximate) {
+    check_composed_input("gelu", "x", x);
+    return composed_gelu(x, std::string(approximate));
+  });
 }
 
 }  // namespace gelu_torch

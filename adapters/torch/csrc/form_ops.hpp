@@ -1,5 +1,7 @@
 // The private per-form entry points of the Python functions (form_ops.cpp),
-// generated from the op table.
+// generated from the op table, and _composed_gelu(x, approximate): the GELU
+// of any form composed of PyTorch ops (differentiable any number of times),
+// for tensors without a kernel.
 #pragma once
 
 #include <torch/library.h>

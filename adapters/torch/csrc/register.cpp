@@ -32,6 +32,12 @@ std::vector<std::string> devices() {
   return out;
 }
 std::string op_table() { return op_table_json(); }
+// The forms' names, in Approx order (GELU_FUSION_FORMS).
+std::vector<std::string> form_names() {
+  std::vector<std::string> out;
+  for (gelu::Approx a : gelu::kAllForms) out.push_back(gelu::approx_name(a));
+  return out;
+}
 // The forms' constants (math/gelu_forms.hpp) as JSON, for the Python
 // package's compositions and formula patterns.
 std::string forms() {
@@ -72,6 +78,7 @@ TORCH_LIBRARY(gelu_fusion, m) {
   m.def("_devices() -> str[]", &devices);
   m.def("_op_table() -> str", &op_table);
   m.def("_forms() -> str", &forms);
+  m.def("_form_names() -> str[]", &form_names);
   // The Python functions' eager entry points, one per op and form.
   define_form_ops(m);
 }

@@ -18,7 +18,7 @@ Fake kernels:
   results of its shape (as F.gelu's empty_like), else contiguous.
 """
 import json
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import torch
 from torch._prims_common import is_non_overlapping_and_dense_or_false as _dense
@@ -32,6 +32,15 @@ BY_NAME: Dict[str, dict] = {op["name"]: op for op in TABLE}
 # (src/math/gelu_forms.hpp): tanh_cubic, sqrt_2_over_pi, quick_scale,
 # inv_sqrt2, inv_sqrt2pi.
 FORMS: Dict[str, float] = json.loads(_ops._forms())
+# The forms' names, in the library's order (GELU_FUSION_FORMS).
+FORM_NAMES: Tuple[str, ...] = tuple(_ops._form_names())
+
+
+def forms_listed() -> str:
+    """The forms' names as a message lists them: "'none', 'tanh' or 'quick'"."""
+    q = [f"'{f}'" for f in FORM_NAMES]
+    return q[0] if len(q) == 1 else ", ".join(q[:-1]) + " or " + q[-1]
+
 
 _KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 # c10's names of dtypes, as the real kernels' messages print them.
@@ -42,7 +51,7 @@ _C10_NAMES = {torch.float32: "Float", torch.bfloat16: "BFloat16",
               torch.complex64: "ComplexFloat", torch.complex128: "ComplexDouble"}
 # The library's names, as its shape and dtype messages print them.
 _LIB_NAMES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
-_FORMS = ("none", "tanh", "quick")
+_FORMS = FORM_NAMES
 _HALVES = ("first", "second")
 
 
@@ -65,7 +74,7 @@ def _check_input(op: str, name: str, t: torch.Tensor) -> None:
 def _check_attrs(op: str, decl: dict, kwargs: dict) -> None:
     a = kwargs.get("approximate", "none")
     if a not in _FORMS:
-        _fail(op, f"approximate is '{a}', expected 'none', 'tanh' or 'quick'")
+        _fail(op, f"approximate is '{a}', expected {forms_listed()}")
     if any(attr["name"] == "gelu_half" for attr in decl["attrs"]):
         h = kwargs.get("gelu_half", "first")
         if h not in _HALVES:

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.overrides import handle_torch_function, has_torch_function
 
-from ._surface import FORMS
+from ._surface import FORM_NAMES, forms_listed
 
 # The ops (OpOverloads, which torch.compile traces) and their raw entry
 # points (what an OpOverload calls; eager calls skip its Python __call__:
@@ -39,7 +39,7 @@ _BIAS_GELU = _ops.bias_gelu.default
 _ADD_GELU = _ops.add_gelu.default
 _GEGLU = _ops.geglu.default
 _compiling = torch.compiler.is_compiling
-_FORMS = ("none", "tanh", "quick")
+_FORMS = FORM_NAMES
 
 
 def _form_ops(op: str) -> dict:
@@ -74,8 +74,9 @@ _is_scripting = torch.jit.is_scripting
 # What the kernels compute: strided CPU tensors of these dtypes.
 _KERNEL_DTYPES = frozenset((torch.float32, torch.bfloat16, torch.float16))
 _STRIDED = torch.strided
-# 'quick' GELU's constant, the library's own (_surface.FORMS).
-_QUICK = FORMS["quick_scale"]
+# The forms PyTorch has (F.gelu's approximate); the others' compositions are
+# the library's (csrc/form_ops.cpp, from src/math/gelu_forms.hpp).
+_TORCH_FORMS = ("none", "tanh")
 
 
 def _on_kernel(t: Tensor) -> bool:
@@ -85,26 +86,23 @@ def _on_kernel(t: Tensor) -> bool:
 def _check_form(op: str, approximate: str) -> None:
     if approximate not in _FORMS:
         raise RuntimeError(f"gelu_fusion::{op}: approximate is {approximate!r}, "
-                           "expected 'none', 'tanh' or 'quick'")
+                           f"expected {forms_listed()}")
 
 
 def _composed_gelu(x: Tensor, approximate: str) -> Tensor:
     """PyTorch's own GELU of each form (for tensors without a kernel), with
     the library's limit gelu(-inf) = 0 and gradient 0 there (x * Phi(x) is
-    -inf * 0 = NaN, and so is its derivative): -inf is computed as 0."""
-    if approximate == "quick" and not (x.is_floating_point() or x.is_complex()):
-        # As F.gelu: no GELU of an integer tensor (sigmoid would promote).
-        raise RuntimeError(f"gelu_fusion::gelu: x has dtype {x.dtype}, "
-                           "expected a floating-point dtype")
+    -inf * 0 = NaN, and so is its derivative): -inf is computed as 0. A form
+    PyTorch lacks is its formula composed of PyTorch ops, with the same
+    limits (csrc/form_ops.cpp)."""
+    if approximate not in _TORCH_FORMS:
+        return _ops._composed_gelu(x, approximate)
     ninf = None
     if isinstance(x, Tensor) and x.is_floating_point() and x.layout is _STRIDED:
         # torch.where keeps the inputs' strides, forward and backward.
         ninf = x == float("-inf")
         x = torch.where(ninf, 0.0, x)
-    if approximate == "quick":
-        y = x * torch.sigmoid(_QUICK * x)
-    else:
-        y = F.gelu(x, approximate=approximate)
+    y = F.gelu(x, approximate=approximate)
     return y if ninf is None else torch.where(ninf, 0.0, y)
 
 
@@ -142,11 +140,9 @@ def _scripted_on_kernel(t: Tensor) -> bool:
 
 
 def _scripted_composed(x: Tensor, approximate: str) -> Tensor:
-    if approximate == "quick":
-        # _QUICK written out: TorchScript reads no float global
-        # (test_dropin_fallbacks checks the two agree).
-        return x * torch.sigmoid(1.702 * x)
-    return F.gelu(x, approximate=approximate)
+    if approximate == "none" or approximate == "tanh":
+        return F.gelu(x, approximate=approximate)
+    return torch.ops.gelu_fusion._composed_gelu(x, approximate)
 
 
 # ---- The functions.

@@ -7,14 +7,12 @@ import torch
 from torch import Tensor, nn
 
 from . import functional as _F
-
-_FORMS = ("none", "tanh", "quick")
+from ._surface import FORM_NAMES, forms_listed
 
 
 def _check_approximate(approximate: str) -> None:
-    if approximate not in _FORMS:
-        raise ValueError(f"approximate is {approximate!r}, expected 'none', "
-                         "'tanh' or 'quick'")
+    if approximate not in FORM_NAMES:
+        raise ValueError(f"approximate is {approximate!r}, expected {forms_listed()}")
 
 
 class GELU(nn.Module):

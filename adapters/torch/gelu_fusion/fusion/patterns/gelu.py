@@ -18,8 +18,9 @@ from ..report import Site
 from ..trace import has_hooks
 from ...modules import GELU as _GELU
 from ..pattern import Pattern
+from ..._surface import FORM_NAMES
 
-_FORMS = ("none", "tanh", "quick")
+_FORMS = FORM_NAMES
 
 
 def _form_of_call(node):
