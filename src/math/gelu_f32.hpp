@@ -95,22 +95,22 @@ constexpr Table<R, C> table_of(const float (&a)[R][C]) {
   return t;
 }
 
+// A form's tables in device memory, where nvcc compiles: one copy a CUDA
+// unit (internal linkage: no relocatable device code).
 #if defined(__CUDACC__)
-namespace device_tables {
-// One copy a CUDA unit (internal linkage: no relocatable device code).
-static __device__ const Table<8, 16> kErfValue = table_of(cf::kErfValue);
-static __device__ const Table<8, 16> kErfGrad = table_of(cf::kErfGrad);
-static __device__ const Table<8, 16> kTanhValue = table_of(cf::kTanhValue);
-static __device__ const Table<8, 16> kTanhGrad = table_of(cf::kTanhGrad);
-static __device__ const Table<8, 16> kQuickValue = table_of(cf::kQuickValue);
-static __device__ const Table<8, 16> kQuickGrad = table_of(cf::kQuickGrad);
-static __device__ const Table<5, 16> kErfValueHalf = table_of(cf::kErfValueBf16F16);
-static __device__ const Table<5, 16> kErfGradHalf = table_of(cf::kErfGradBf16F16);
-static __device__ const Table<5, 16> kTanhValueHalf = table_of(cf::kTanhValueBf16F16);
-static __device__ const Table<5, 16> kTanhGradHalf = table_of(cf::kTanhGradBf16F16);
-static __device__ const Table<5, 16> kQuickValueHalf = table_of(cf::kQuickValueBf16F16);
-static __device__ const Table<5, 16> kQuickGradHalf = table_of(cf::kQuickGradBf16F16);
-}  // namespace device_tables
+#define GELU_DEVICE_TABLES(NAME)                                        \
+  namespace device_tables {                                             \
+  static __device__ const Table<8, 16> k##NAME##Value =                 \
+      table_of(cf::k##NAME##Value);                                     \
+  static __device__ const Table<8, 16> k##NAME##Grad =                  \
+      table_of(cf::k##NAME##Grad);                                      \
+  static __device__ const Table<5, 16> k##NAME##ValueHalf =             \
+      table_of(cf::k##NAME##ValueBf16F16);                              \
+  static __device__ const Table<5, 16> k##NAME##GradHalf =              \
+      table_of(cf::k##NAME##GradBf16F16);                               \
+  }
+#else
+#define GELU_DEVICE_TABLES(NAME)
 #endif
 #if defined(__CUDA_ARCH__)
 #define GELU_TABLE(host, dev) (&device_tables::dev.c[0][0])
@@ -143,6 +143,7 @@ template <Approx F, bool kHalf, int kN>
 struct Core;
 
 #define GELU_CORE16(FORM, NAME)                                     \
+  GELU_DEVICE_TABLES(NAME)                                          \
   template <>                                                       \
   struct Core<Approx::FORM, false, 16> {                            \
     static constexpr int kDeg = 6;                                  \
@@ -171,6 +172,7 @@ GELU_CORE16(none, Erf)
 GELU_CORE16(tanh, Tanh)
 GELU_CORE16(quick, Quick)
 #undef GELU_CORE16
+#undef GELU_DEVICE_TABLES
 #undef GELU_TABLE
 
 #if !defined(__CUDA_ARCH__)
