@@ -98,16 +98,14 @@ constexpr Table<R, C> table_of(const float (&a)[R][C]) {
 // A form's tables in device memory, where nvcc compiles: one copy a CUDA
 // unit (internal linkage: no relocatable device code).
 #if defined(__CUDACC__)
-#define GELU_DEVICE_TABLES(NAME)                                        \
-  namespace device_tables {                                             \
-  static __device__ const Table<8, 16> k##NAME##Value =                 \
-      table_of(cf::k##NAME##Value);                                     \
-  static __device__ const Table<8, 16> k##NAME##Grad =                  \
-      table_of(cf::k##NAME##Grad);                                      \
-  static __device__ const Table<5, 16> k##NAME##ValueHalf =             \
-      table_of(cf::k##NAME##ValueBf16F16);                              \
-  static __device__ const Table<5, 16> k##NAME##GradHalf =              \
-      table_of(cf::k##NAME##GradBf16F16);                               \
+#define GELU_DEVICE_TABLES(NAME)                                                      \
+  namespace device_tables {                                                           \
+  static __device__ const Table<8, 16> k##NAME##Value = table_of(cf::k##NAME##Value); \
+  static __device__ const Table<8, 16> k##NAME##Grad = table_of(cf::k##NAME##Grad);   \
+  static __device__ const Table<5, 16> k##NAME##ValueHalf = table_of(                 \
+      cf::k##NAME##ValueBf16F16);                                                     \
+  static __device__ const Table<5, 16> k##NAME##GradHalf = table_of(                  \
+      cf::k##NAME##GradBf16F16);                                                      \
   }
 #else
 #define GELU_DEVICE_TABLES(NAME)

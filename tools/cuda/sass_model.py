@@ -50,7 +50,19 @@ FP64 = SMS * CLOCK * 64
 F2F = SMS * CLOCK * 16
 COPY = 4.26e12  # bytes a second
 
-FORMS = {0: "erf", 1: "tanh", 2: "quick"}
+
+def library_forms():
+    """The forms by Approx value, from the library's one list
+    (GELU_FUSION_FORMS, include/gelu/gelu.hpp); 'none' printed as 'erf'."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                        "include", "gelu", "gelu.hpp")
+    with open(path, encoding="utf-8") as f:
+        m = re.search(r"#define GELU_FUSION_FORMS\(X\)((?:\s*X\(\w+\))+)", f.read())
+    names = re.findall(r"X\((\w+)\)", m.group(1))
+    return {i: "erf" if n == "none" else n for i, n in enumerate(names)}
+
+
+FORMS = library_forms()
 DTYPES = {0: ("f32", 4), 1: ("bf16", 2), 2: ("f16", 2)}
 KINDS = {0: "forward", 1: "backward", 2: "geglu_forward", 3: "geglu_backward"}
 
