@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gelu/gelu.hpp"
+#include "math/gelu_forms.hpp"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "tests/gelu_f32_test.cpp"
@@ -55,11 +56,8 @@ int TargetMath(Approx form, bool half, const float* x, size_t n, float* v, float
     if (half) EvalWith<typename M::ForBf16F16>(x, n, v, g);
     else EvalWith<M>(x, n, v, g);
   };
-  switch (form) {
-    case Approx::none: run(GeluErfMath{}); break;
-    case Approx::tanh: run(GeluTanhMath{}); break;
-    case Approx::quick: run(GeluQuickMath{}); break;
-  }
+  ::gelu::math::visit_form(
+      form, [&](auto f) { run(typename FormMath<decltype(f)::value>::type{}); });
   return kNarrowCore ? 8 : 16;
 }
 
@@ -91,9 +89,7 @@ int DispatchTargetMath(Approx form, bool half, const float* x, size_t n, float* 
 namespace gelu::testing {
 namespace {
 
-const char* form_name(Approx a) {
-  return a == Approx::none ? "erf" : a == Approx::tanh ? "tanh" : "quick";
-}
+const char* form_name(Approx a) { return approx_name(a); }
 
 // Every bf16 and f16 value, then 10^7 f32 inputs; a multiple of 16.
 const std::vector<float>& inputs() {
@@ -214,14 +210,18 @@ void check_form() {
   if (compared == 0) std::printf("[ gelu_f32 ] no FMA target on this CPU to compare\n");
 }
 
-TEST(GeluF32, ErfMatchesTheCpuAndTheReference) { check_form<Approx::none, false>(); }
-TEST(GeluF32, TanhMatchesTheCpuAndTheReference) { check_form<Approx::tanh, false>(); }
-TEST(GeluF32, QuickMatchesTheCpuAndTheReference) { check_form<Approx::quick, false>(); }
-TEST(GeluF32, HalfCoresMatchTheCpu) {
-  check_form<Approx::none, true>();
-  check_form<Approx::tanh, true>();
-  check_form<Approx::quick, true>();
+// Every form of the library (GELU_FUSION_FORMS), one test each.
+class GeluF32Form : public ::testing::TestWithParam<Approx> {};
+TEST_P(GeluF32Form, MatchesTheCpuAndTheReference) {
+  math::visit_form(GetParam(), [](auto f) { check_form<decltype(f)::value, false>(); });
 }
+TEST_P(GeluF32Form, HalfCoreMatchesTheCpu) {
+  math::visit_form(GetParam(), [](auto f) { check_form<decltype(f)::value, true>(); });
+}
+INSTANTIATE_TEST_SUITE_P(Forms, GeluF32Form, ::testing::ValuesIn(kAllForms),
+                         [](const auto& info) {
+                           return std::string(approx_name(info.param));
+                         });
 
 }  // namespace
 }  // namespace gelu::testing
