@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "math/gelu_forms.hpp"
+
 namespace gelu::ref {
 namespace {
 

@@ -11,16 +11,8 @@
 #pragma once
 
 #include "gelu/gelu.hpp"
-#include "math/gelu_forms.hpp"
 
 namespace gelu::ref {
-
-// The constants of the forms (math/gelu_forms.hpp names their sources).
-using ::gelu::math::kInvSqrt2;
-using ::gelu::math::kInvSqrt2Pi;
-using ::gelu::math::kQuickScale;
-using ::gelu::math::kSqrt2OverPi;
-using ::gelu::math::kTanhCubic;
 
 // gelu(x) for the given form.
 double gelu_fwd(Approx form, double x);
