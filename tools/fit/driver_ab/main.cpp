@@ -25,6 +25,7 @@ extern "C" void run_b(int, size_t, const float*, const float*, float*);
 using Run16 = void(int, size_t, const uint16_t*, const uint16_t*, const uint16_t*,
                    uint16_t*, uint16_t*);
 extern "C" Run16 run16_a, run16_b;
+extern "C" const char* variant_target();
 
 namespace {
 
@@ -115,6 +116,7 @@ int main(int argc, char** argv) {
   const size_t n = getenv("N") ? std::max(1L, atol(getenv("N"))) : 262144;
   const int stream = getenv("STREAM") && atoi(getenv("STREAM")) != 0 ? 6 : 0;
   const int rounds = argc > 1 ? std::max(1, atoi(argv[1])) : 15;
+  printf("target: %s\n", variant_target());
   if (getenv("DTYPES") && atoi(getenv("DTYPES")) == 16) return Time16Bit(n, rounds);
   std::vector<float> xs[4], dy(n), out_plain(n);
   for (int d = 0; d < 4; ++d) {

@@ -1,16 +1,20 @@
 // One side of the driver A/B benchmark (main.cpp): the f32 gelu forward and
 // backward Row of each form from the driver-inl.h found first on the include
 // path, and (VARIANT_RUN16) the erf form's 16-bit rows whose results the
-// overflow-boundary rule covers, compiled for one static AVX-512 target. run.sh
-// compiles it twice with the namespace `gelu` renamed (-Dgelu=gelu_a / gelu_b) so the
-// two drivers' templates do not merge at link time.
+// overflow-boundary rule covers, compiled for one static target (run.sh's MARCH).
+// run.sh compiles it twice with the namespace `gelu` renamed (-Dgelu=gelu_a / gelu_b)
+// so the two drivers' templates do not merge at link time.
 #include <cstddef>
 #include <cstdint>
 
 #include "cpu/driver-inl.h"
 #include "hwy/cache_control.h"
+#include "hwy/targets.h"
 
 using namespace gelu::cpu::HWY_NAMESPACE;
+
+// The Highway target both sides were compiled for (the same flags).
+extern "C" const char* variant_target() { return hwy::TargetName(HWY_STATIC_TARGET); }
 
 extern "C" void VARIANT_RUN(int op, size_t n, const float* dy, const float* x,
                             float* out) {
@@ -55,6 +59,8 @@ extern "C" void VARIANT_RUN16(int op, size_t n, const uint16_t* dy, const uint16
     }
   };
   if (op >= 4) return run(F16());
+#ifdef GELU_CPU_HAVE_BF16_ROUNDING_INSN
   if (gelu::cpu::cpu_has_avx512_bf16()) return run(BF16PairsAvx512Bf16());
+#endif
   run(BF16Pairs());
 }
