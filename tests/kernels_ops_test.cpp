@@ -17,6 +17,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -481,6 +483,111 @@ TEST_P(KernelsOps, RowsMatchPlainF32) {
               << "geglu_bwd dx=x " << w << " element " << i;
         if (HasFailure()) return;
       }
+}
+
+// A row whose segments alternate in how many lanes need the tail path:
+// none, a few, most, all, and inf/NaN among N(0, 3). The driver runs each
+// block sparse or dense by the density of the block before it (Row,
+// kDenseSteps), and packs tail lanes across a block; no path may change a
+// lane's result. Each op's long call equals, bit for bit, the same op
+// called on one element at a time (every call one staged step).
+std::vector<float> density_segments(int64_t seg, int segments) {
+  std::mt19937 rng(4242);
+  std::normal_distribution<float> n1(0.0f, 1.0f), n3(0.0f, 3.0f), n5(0.0f, 5.0f);
+  std::uniform_real_distribution<float> tail(-14.0f, -4.0f), core(-3.5f, 3.5f);
+  const float inf = std::numeric_limits<float>::infinity();
+  const float special[] = {inf,     -inf,  std::numeric_limits<float>::quiet_NaN(),
+                           -3.875f, 3.75f, -0.0f};
+  std::vector<float> x;
+  for (int s = 0; s < segments; ++s)
+    for (int64_t i = 0; i < seg; ++i) {
+      switch (s % 5) {
+        case 0: x.push_back(core(rng)); break;                      // no tail lane
+        case 1: x.push_back(i % 97 == 0 ? -8.0f : n1(rng)); break;  // a few
+        case 2: x.push_back(n5(rng)); break;                        // most pairs
+        case 3: x.push_back(tail(rng)); break;                      // every lane
+        default: x.push_back(i % 13 == 0 ? special[i / 13 % 6] : n3(rng)); break;
+      }
+    }
+  x.push_back(-9.0f);  // a partial last step with a tail lane
+  return x;
+}
+
+TEST_P(KernelsOps, BlockDensityChangesNoResult) {
+  const std::vector<float> xs = density_segments(1024, 11);
+  const int64_t n = static_cast<int64_t>(xs.size());
+  for (Approx a : kForms)
+    for (DType t : kDTypes) {
+      Buffer x(t, {n}), b(t, {n}), dy(t, {n}), g2(t, {2 * n});
+      for (int64_t i = 0; i < n; ++i) x.set(i, xs[i]);
+      fill_inputs(b, 11, 1.0f);
+      fill_inputs(dy, 12, 1.0f);
+      for (int64_t i = 0; i < n; ++i) {
+        g2.set(i, xs[i]);
+        g2.set(n + i, b.get(i));
+      }
+      const std::string w = what("density", a, t, n);
+      Buffer whole(t, {n}), each(t, {n}), whole2(t, {2 * n}), each2(t, {2 * n});
+      Buffer whole_y(t, {n}), each_y(t, {n});
+      // NaN -> NaN is the contract; its sign and payload are not.
+      const auto same = [&](const Buffer& got, const Buffer& want, const char* op) {
+        ASSERT_TRUE(got.guard_intact()) << op << " " << w;
+        for (int64_t i = 0; i < got.size(); ++i) {
+          if (std::isnan(got.get(i)) && std::isnan(want.get(i))) continue;
+          ASSERT_EQ(got.bits(i), want.bits(i))
+              << op << " " << w << ": element " << i << " (x = " << xs[i % n] << ")";
+        }
+      };
+      const auto reset = [&] {
+        for (Buffer* o : {&whole, &each, &whole2, &each2, &whole_y, &each_y})
+          o->poison();
+      };
+
+      reset();
+      cpu::gelu_fwd(a, t, n, x.data(), whole.data());
+      for (int64_t i = 0; i < n; ++i) cpu::gelu_fwd(a, t, 1, at(x, i), at(each, i));
+      same(whole, each, "gelu_fwd");
+
+      reset();
+      cpu::gelu_bwd(a, t, n, dy.data(), x.data(), whole.data(), whole_y.data());
+      for (int64_t i = 0; i < n; ++i)
+        cpu::gelu_bwd(a, t, 1, at(dy, i), at(x, i), at(each, i), at(each_y, i));
+      same(whole, each, "gelu_bwd dx");
+      same(whole_y, each_y, "gelu_bwd y");
+
+      reset();
+      cpu::add_bwd(a, t, n, dy.data(), x.data(), b.data(), whole.data());
+      for (int64_t i = 0; i < n; ++i)
+        cpu::add_bwd(a, t, 1, at(dy, i), at(x, i), at(b, i), at(each, i));
+      same(whole, each, "add_bwd");
+
+      // One row: dbias is each column's f32 dx, in double.
+      reset();
+      std::vector<double> db_whole(n, -1.0), db_each(n, -1.0);
+      cpu::bias_bwd(a, t, 1, n, n, dy.data(), x.data(), b.data(), whole.data(),
+                    db_whole.data(), whole_y.data());
+      for (int64_t i = 0; i < n; ++i)
+        cpu::bias_bwd(a, t, 1, 1, 1, at(dy, i), at(x, i), at(b, i), at(each, i),
+                      &db_each[i], at(each_y, i));
+      same(whole, each, "bias_bwd dx");
+      same(whole_y, each_y, "bias_bwd y");
+      for (int64_t i = 0; i < n; ++i)  // a NaN sum's payload is not specified
+        ASSERT_TRUE(std::isnan(db_whole[i])
+                        ? std::isnan(db_each[i])
+                        : std::memcmp(&db_whole[i], &db_each[i], sizeof(double)) == 0)
+            << "bias_bwd dbias " << w << ": column " << i << " " << db_whole[i]
+            << " against " << db_each[i];
+
+      reset();
+      cpu::geglu_bwd(a, t, 1, n, n, dy.data(), g2.data(), whole2.data(), false,
+                     whole_y.data());
+      for (int64_t i = 0; i < n; ++i)
+        cpu::geglu_bwd(a, t, 1, 1, n, at(dy, i), at(g2, i), at(each2, i), false,
+                       at(each_y, i));
+      same(whole2, each2, "geglu_bwd dx");
+      same(whole_y, each_y, "geglu_bwd y");
+      if (HasFailure()) return;
+    }
 }
 
 GELU_INSTANTIATE_PER_TARGET(KernelsOps);

@@ -301,26 +301,27 @@ HWY_INLINE void StoreResults(DF df, hn::Vec<DF> a, hn::Vec<DF> b, typename S::T*
 // slower than the blended math it replaces.
 struct PermuteIndices8 {
   // compress[m][i]: the lane of the i-th set bit of m (0 past the last).
-  uint8_t compress[256][8];
+  int32_t compress[256][8];
   // expand[m][j]: where m has bit j, how many bits of m are below it (the
-  // packed lane that lands in lane j); 0 elsewhere (blended out).
-  uint8_t expand[256][8];
+  // packed lane that lands in lane j), with the sign bit set (the blend's
+  // mask); 0 elsewhere (blended out).
+  int32_t expand[256][8];
   constexpr PermuteIndices8() : compress{}, expand{} {
     for (int m = 0; m < 256; ++m) {
-      uint8_t k = 0;
+      int32_t k = 0;
       for (int j = 0; j < 8; ++j) {
         if (((m >> j) & 1) == 0) continue;
-        compress[m][k] = static_cast<uint8_t>(j);
-        expand[m][j] = k++;
+        compress[m][k] = j;
+        expand[m][j] = static_cast<int32_t>(0x80000000u | static_cast<uint32_t>(k++));
       }
     }
   }
 };
-inline constexpr PermuteIndices8 kPermuteIndices8{};
+alignas(32) inline constexpr PermuteIndices8 kPermuteIndices8{};
 
-// The 8 lane indices of a table row, as 32-bit lanes.
-HWY_INLINE __m256i LaneIndices8(const uint8_t* row) {
-  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row)));
+// The 8 lane indices of a table row.
+HWY_INLINE __m256i LaneIndices8(const int32_t* row) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(row));
 }
 #endif
 
@@ -345,6 +346,27 @@ HWY_INLINE size_t CompressTo(DF df, hn::Vec<DF> v, hn::Mask<DF> m, float* dst) {
   return hn::CountTrue(df, m);
 }
 
+#if HWY_TARGET == HWY_AVX2
+// CompressTo of one vector's tail lanes for every input of flags F, plus
+// their positions: `off` + the lane (the compress permute's own indices).
+// Returns how many lanes.
+template <unsigned F, class V>
+HWY_INLINE size_t PackTailLanes8(const V& m, const V& x, const V& x2, const V& dy,
+                                 uint32_t off, size_t at, float* px, float* px2,
+                                 float* pdy, uint32_t* poff) {
+  const unsigned bits = static_cast<unsigned>(_mm256_movemask_ps(m.raw));
+  const __m256i idx = LaneIndices8(kPermuteIndices8.compress[bits]);
+  _mm256_storeu_ps(px + at, _mm256_permutevar8x32_ps(x.raw, idx));
+  if constexpr ((F & kGated) != 0)
+    _mm256_storeu_ps(px2 + at, _mm256_permutevar8x32_ps(x2.raw, idx));
+  if constexpr ((F & kBackward) != 0)
+    _mm256_storeu_ps(pdy + at, _mm256_permutevar8x32_ps(dy.raw, idx));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(poff + at),
+                      _mm256_add_epi32(idx, _mm256_set1_epi32(static_cast<int>(off))));
+  return static_cast<size_t>(__builtin_popcount(bits));
+}
+#endif
+
 // v with the lanes of mask m (bits, lane 0 in bit 0) replaced by src[0],
 // src[1], ... in lane order (Highway 1.0 has no Expand); `used` += how many.
 // Reads a whole vector at src.
@@ -367,10 +389,7 @@ HWY_INLINE hn::Vec<DF> ExpandFrom(DF df, hn::Vec<DF> v, uint64_t bits, const flo
     used += static_cast<size_t>(__builtin_popcount(m));
     const __m256i idx = LaneIndices8(kPermuteIndices8.expand[m]);
     const __m256 packed = _mm256_permutevar8x32_ps(_mm256_loadu_ps(src), idx);
-    const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
-    const __m256i in_m = _mm256_cmpeq_epi32(
-        _mm256_and_si256(_mm256_set1_epi32(static_cast<int>(m)), lane_bit), lane_bit);
-    return hn::Vec<DF>{_mm256_blendv_ps(v.raw, packed, _mm256_castsi256_ps(in_m))};
+    return hn::Vec<DF>{_mm256_blendv_ps(v.raw, packed, _mm256_castsi256_ps(idx))};
   }
 #endif
   HWY_ALIGN float lanes[kMaxF32Lanes];
@@ -382,8 +401,20 @@ HWY_INLINE hn::Vec<DF> ExpandFrom(DF df, hn::Vec<DF> v, uint64_t bits, const flo
   return hn::Load(df, lanes);
 }
 
+// The lanes of m as bits (lane j in bit j).
 template <class DF>
 HWY_INLINE uint64_t MaskBits(DF df, hn::Mask<DF> m) {
+#if HWY_TARGET == HWY_AVX2
+  if constexpr (hn::MaxLanes(DF()) == 8) {
+    (void)df;
+    return static_cast<uint64_t>(_mm256_movemask_ps(m.raw));
+  }
+#elif HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if constexpr (hn::MaxLanes(DF()) == 16) {
+    (void)df;
+    return static_cast<uint64_t>(m.raw);
+  }
+#endif
   uint8_t bytes[8] = {};
   hn::StoreMaskBits(df, m, bytes);
   uint64_t bits;
@@ -412,6 +443,22 @@ inline constexpr bool kDeferTails = true;
 #else
 inline constexpr bool kDeferTails = false;
 #endif
+// Row runs a block dense (Step's core_below) when the block before it packed
+// at least one tail lane per kDenseSteps steps: at about that density the
+// all-core branch mispredicts often enough to cost more than deferring
+// every pair (docs/notes/simd-targets-log.md, "Dense blocks and scattered
+// tails"). The first block of a row runs sparse. Only for AVX2's f32
+// storage: AVX-512's dense blocks were slower than its sparse ones (the
+// branch hints below lay the deferred path out of line), and without the
+// hints its N(0, 1) rows, and AVX2's 16-bit ones, were slower.
+#if HWY_TARGET == HWY_AVX2
+template <class S>
+constexpr bool kDenseBlocks = std::is_same_v<S, F32>;
+#else
+template <class S>
+constexpr bool kDenseBlocks = false;
+#endif
+inline constexpr size_t kDenseSteps = 4;
 // A pair with more than this many vectors' worth of tail lanes runs the
 // blended math in place instead (deferring costs a fixed amount per pair
 // on top of the core; the blended math costs the tail for every lane).
@@ -429,6 +476,17 @@ template <class S, unsigned F>
 HWY_INLINE bool PatchOutputs(const Streams<S>& s) {
   return kPatchOutputs<S, F> && !s.stream;
 }
+// Patched outputs on AVX2: the tail results go straight to their
+// positions, one scalar store a tail lane (Deferred::off), instead of a
+// reload, an expand permute and a blend a vector: the expand's fixed cost
+// a pair was most of the deferral's, while a pair holds few tail lanes
+// (docs/notes/simd-targets-log.md, "Dense blocks and scattered tails").
+// AVX-512 expands in one instruction and keeps it.
+#if HWY_TARGET == HWY_AVX2
+inline constexpr bool kScatterTails = true;
+#else
+inline constexpr bool kScatterTails = false;
+#endif
 
 struct Deferred {
   size_t steps = 0;  // deferred steps
@@ -445,6 +503,10 @@ struct Deferred {
   HWY_ALIGN float x[kBlockSteps * kMaxStep + kMaxF32Lanes];
   HWY_ALIGN float x2[kBlockSteps * kMaxStep + kMaxF32Lanes];
   HWY_ALIGN float dy[kBlockSteps * kMaxStep + kMaxF32Lanes];
+  // kScatterTails: each packed lane's position, from `base` (the block's
+  // first deferred step: under kBlockSteps steps on).
+  size_t base = 0;
+  HWY_ALIGN uint32_t off[kBlockSteps * kMaxStep + kMaxF32Lanes];
 };
 
 // Streamed runs are calls too large for the cache (plan.hpp), whose inputs
@@ -465,9 +527,13 @@ HWY_INLINE void PrefetchAhead(const typename S::T* p) {
 // One full step of positions [i, i + StepLanes): the core for every lane;
 // a pair with a tail lane is deferred (FinishDeferred completes it).
 // `flagged`: results stored by StoreResults' flagged store (Row).
+// `core_below`: the all-core test's bound on |x|, Math::kTailStart; 0 in a
+// block expected to hold tail lanes in most pairs (Row, kDenseSteps), where
+// every pair is then deferred (a pair without tail lanes packs none): the
+// test's branch, unpredictable at that density, then always goes one way.
 template <class Math, class S, unsigned F, class DF>
-HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def,
-                     bool flagged) {
+HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def, bool flagged,
+                     hn::Vec<DF> core_below) {
   constexpr bool kTwo = (F & (kSum | kGated)) != 0;
   constexpr bool kBwd = (F & kBackward) != 0;
   constexpr bool kOut2 = (F & kGated) != 0 && kBwd;
@@ -498,7 +564,7 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def,
   // wholly in the tail.
   bool core = true;
   [[maybe_unused]] bool defer = false;
-  if (HWY_LIKELY(Math::AllCore(df, xa, xb))) {
+  if (HWY_LIKELY(Math::AllCore(df, xa, xb, core_below))) {
     Compute<Core, F>(df, xa, x2a, dya, outa, out2a, vala);
     Compute<Core, F>(df, xb, x2b, dyb, outb, out2b, valb);
   } else if (!kDeferTails || hn::CountTrue(df, Math::IsTail(df, xa)) +
@@ -519,6 +585,24 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def,
       const size_t N = hn::Lanes(df);
       def.pos[k] = i;
       const bool patch = PatchOutputs<S, F>(s);
+      bool packed = false;
+#if HWY_TARGET == HWY_AVX2
+      if constexpr (kScatterTails && kPatchOutputs<S, F> && hn::MaxLanes(DF()) == 8) {
+        if (patch) {
+          if (k == 0) def.base = i;
+          const uint32_t off = static_cast<uint32_t>(i - def.base);
+          const auto ma = hn::VecFromMask(df, ta), mb = hn::VecFromMask(df, tb);
+          const size_t at = def.lanes;
+          const size_t na = PackTailLanes8<F>(ma, xa, x2a, dya, off, at, def.x, def.x2,
+                                              def.dy, def.off);
+          def.lanes = at + na +
+                      PackTailLanes8<F>(mb, xb, x2b, dyb,
+                                        off + static_cast<uint32_t>(N), at + na, def.x,
+                                        def.x2, def.dy, def.off);
+          packed = true;
+        }
+      }
+#endif
       if (!patch) {
         hn::Store(outa, df, def.out[k]);
         hn::Store(outb, df, def.out[k] + N);
@@ -531,16 +615,18 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def,
           hn::Store(valb, df, def.val[k] + N);
         }
       }
-      def.bits[k][0] = MaskBits(df, ta);
-      def.bits[k][1] = MaskBits(df, tb);
-      const size_t at = def.lanes;
-      size_t na = CompressTo(df, xa, ta, def.x + at);
-      if constexpr ((F & kGated) != 0) CompressTo(df, x2a, ta, def.x2 + at);
-      if constexpr (kBwd) CompressTo(df, dya, ta, def.dy + at);
-      size_t nb = CompressTo(df, xb, tb, def.x + at + na);
-      if constexpr ((F & kGated) != 0) CompressTo(df, x2b, tb, def.x2 + at + na);
-      if constexpr (kBwd) CompressTo(df, dyb, tb, def.dy + at + na);
-      def.lanes = at + na + nb;
+      if (!packed) {
+        def.bits[k][0] = MaskBits(df, ta);
+        def.bits[k][1] = MaskBits(df, tb);
+        const size_t at = def.lanes;
+        size_t na = CompressTo(df, xa, ta, def.x + at);
+        if constexpr ((F & kGated) != 0) CompressTo(df, x2a, ta, def.x2 + at);
+        if constexpr (kBwd) CompressTo(df, dya, ta, def.dy + at);
+        size_t nb = CompressTo(df, xb, tb, def.x + at + na);
+        if constexpr ((F & kGated) != 0) CompressTo(df, x2b, tb, def.x2 + at + na);
+        if constexpr (kBwd) CompressTo(df, dyb, tb, def.dy + at + na);
+        def.lanes = at + na + nb;
+      }
       if (!patch) return;
     }
   }
@@ -589,6 +675,24 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
     hn::Store(out, df, def.x + j);
     if constexpr (kOut2) hn::Store(out2, df, def.x2 + j);
     if constexpr (kVal) hn::Store(val, df, def.dy + j);
+  }
+  if constexpr (kScatterTails && kPatchOutputs<S, F> && hn::MaxLanes(DF()) == 8) {
+    if (PatchOutputs<S, F>(s)) {
+      // Step packed the lanes with their positions (PackTailLanes8).
+      float* const out = s.out + def.base;
+      for (size_t j = 0; j < def.lanes; ++j) out[def.off[j]] = def.x[j];
+      if constexpr (kOut2) {
+        float* const out2 = s.out2 + def.base;
+        for (size_t j = 0; j < def.lanes; ++j) out2[def.off[j]] = def.x2[j];
+      }
+      if constexpr (kVal) {
+        float* const val = s.val + def.base;
+        for (size_t j = 0; j < def.lanes; ++j) val[def.off[j]] = def.dy[j];
+      }
+      def.steps = 0;
+      def.lanes = 0;
+      return;
+    }
   }
   size_t used = 0;
   for (size_t k = 0; k < def.steps; ++k) {
@@ -786,15 +890,20 @@ HWY_INLINE void Row(size_t count, const Streams<S>& s) {
   Streams<S> cur = s;
   size_t i = 0, end = full;
   bool again = false;    // running a flagged block again
+  bool dense = false;    // the block's all-core bound is 0 (Step's core_below)
   float* acc = nullptr;  // cur.acc, set aside while again
   for (bool staged = false;; staged = true) {
     while (i < end) {
       const size_t steps = (end - i) / N < detail::kBlockSteps ? (end - i) / N
                                                                : detail::kBlockSteps;
       const size_t block = i;
+      const auto core_below = hn::Set(df, dense ? 0.0f : M::kTailStart);
       for (size_t k = 0; k < steps; ++k, i += N)
-        detail::Step<M, S, F>(df, cur, i, def, flagged && !again);
+        detail::Step<M, S, F>(df, cur, i, def, flagged && !again, core_below);
+      const bool next_dense = detail::kDenseBlocks<S> &&
+                              def.lanes * detail::kDenseSteps >= steps;
       if (def.steps != 0) detail::FinishDeferred<M, S, F>(df, cur, def);
+      dense = next_dense;
       if constexpr (kFlags != 0) {
         if (again) {
           again = false;

@@ -455,11 +455,13 @@ struct GeluMathImpl {
   static HWY_INLINE hn::Mask<D> IsTail(D d, hn::Vec<D> x) {
     return hn::Not(hn::Lt(hn::Abs(x), hn::Set(d, kTailStart)));
   }
+  // Whether every lane of a and b has |x| < below (false for NaN): with
+  // below = Set(d, kTailStart), whether CoreOnly covers them all. A lower
+  // bound (0: never) sends lanes to the tail check that did not need it.
   template <class D>
-  static HWY_INLINE bool AllCore(D d, hn::Vec<D> a, hn::Vec<D> b) {
-    const auto start = hn::Set(d, kTailStart);  // false for NaN
+  static HWY_INLINE bool AllCore(D d, hn::Vec<D> a, hn::Vec<D> b, hn::Vec<D> below) {
     return hn::AllTrue(d,
-                       hn::And(hn::Lt(hn::Abs(a), start), hn::Lt(hn::Abs(b), start)));
+                       hn::And(hn::Lt(hn::Abs(a), below), hn::Lt(hn::Abs(b), below)));
   }
   template <class D>
   static HWY_INLINE hn::Vec<D> Value(D d, hn::Vec<D> x) {
