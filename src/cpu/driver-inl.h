@@ -347,23 +347,14 @@ HWY_INLINE size_t CompressTo(DF df, hn::Vec<DF> v, hn::Mask<DF> m, float* dst) {
 }
 
 #if HWY_TARGET == HWY_AVX2
-// CompressTo of one vector's tail lanes for every input of flags F, plus
-// their positions: `off` + the lane (the compress permute's own indices).
-// Returns how many lanes.
-template <unsigned F, class V>
-HWY_INLINE size_t PackTailLanes8(const V& m, const V& x, const V& x2, const V& dy,
-                                 uint32_t off, size_t at, float* px, float* px2,
-                                 float* pdy, uint32_t* poff) {
+// The positions of the lanes CompressTo(df, v, m, ...) packs, `off` + the
+// lane, to dst (the compress permute's own indices: the same table row).
+template <class DF>
+HWY_INLINE void CompressPositionsTo(hn::Mask<DF> m, uint32_t off, uint32_t* dst) {
   const unsigned bits = static_cast<unsigned>(_mm256_movemask_ps(m.raw));
   const __m256i idx = LaneIndices8(kPermuteIndices8.compress[bits]);
-  _mm256_storeu_ps(px + at, _mm256_permutevar8x32_ps(x.raw, idx));
-  if constexpr ((F & kGated) != 0)
-    _mm256_storeu_ps(px2 + at, _mm256_permutevar8x32_ps(x2.raw, idx));
-  if constexpr ((F & kBackward) != 0)
-    _mm256_storeu_ps(pdy + at, _mm256_permutevar8x32_ps(dy.raw, idx));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(poff + at),
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst),
                       _mm256_add_epi32(idx, _mm256_set1_epi32(static_cast<int>(off))));
-  return static_cast<size_t>(__builtin_popcount(bits));
 }
 #endif
 
@@ -504,9 +495,9 @@ struct Deferred {
   HWY_ALIGN float x2[kBlockSteps * kMaxStep + kMaxF32Lanes];
   HWY_ALIGN float dy[kBlockSteps * kMaxStep + kMaxF32Lanes];
   // kScatterTails: each packed lane's position, from `base` (the block's
-  // first deferred step: under kBlockSteps steps on).
+  // first deferred step: under kBlockSteps steps on); one entry elsewhere.
   size_t base = 0;
-  HWY_ALIGN uint32_t off[kBlockSteps * kMaxStep + kMaxF32Lanes];
+  HWY_ALIGN uint32_t off[kScatterTails ? kBlockSteps * kMaxStep + kMaxF32Lanes : 1];
 };
 
 // Streamed runs are calls too large for the cache (plan.hpp), whose inputs
@@ -585,24 +576,6 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def, bool f
       const size_t N = hn::Lanes(df);
       def.pos[k] = i;
       const bool patch = PatchOutputs<S, F>(s);
-      bool packed = false;
-#if HWY_TARGET == HWY_AVX2
-      if constexpr (kScatterTails && kPatchOutputs<S, F> && hn::MaxLanes(DF()) == 8) {
-        if (patch) {
-          if (k == 0) def.base = i;
-          const uint32_t off = static_cast<uint32_t>(i - def.base);
-          const auto ma = hn::VecFromMask(df, ta), mb = hn::VecFromMask(df, tb);
-          const size_t at = def.lanes;
-          const size_t na = PackTailLanes8<F>(ma, xa, x2a, dya, off, at, def.x, def.x2,
-                                              def.dy, def.off);
-          def.lanes = at + na +
-                      PackTailLanes8<F>(mb, xb, x2b, dyb,
-                                        off + static_cast<uint32_t>(N), at + na, def.x,
-                                        def.x2, def.dy, def.off);
-          packed = true;
-        }
-      }
-#endif
       if (!patch) {
         hn::Store(outa, df, def.out[k]);
         hn::Store(outb, df, def.out[k] + N);
@@ -615,17 +588,32 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def, bool f
           hn::Store(valb, df, def.val[k] + N);
         }
       }
-      if (!packed) {
+      const size_t at = def.lanes;
+      size_t na = CompressTo(df, xa, ta, def.x + at);
+      if constexpr ((F & kGated) != 0) CompressTo(df, x2a, ta, def.x2 + at);
+      if constexpr (kBwd) CompressTo(df, dya, ta, def.dy + at);
+      size_t nb = CompressTo(df, xb, tb, def.x + at + na);
+      if constexpr ((F & kGated) != 0) CompressTo(df, x2b, tb, def.x2 + at + na);
+      if constexpr (kBwd) CompressTo(df, dyb, tb, def.dy + at + na);
+      def.lanes = at + na + nb;
+      // Where FinishDeferred finds the lanes again: their positions
+      // (kScatterTails, patched outputs), or the steps' masks.
+      bool scatter = false;
+#if HWY_TARGET == HWY_AVX2
+      if constexpr (kScatterTails && kPatchOutputs<S, F> && hn::MaxLanes(DF()) == 8) {
+        if (patch) {
+          if (k == 0) def.base = i;
+          const uint32_t off = static_cast<uint32_t>(i - def.base);
+          CompressPositionsTo<DF>(ta, off, def.off + at);
+          CompressPositionsTo<DF>(tb, off + static_cast<uint32_t>(N),
+                                  def.off + at + na);
+          scatter = true;
+        }
+      }
+#endif
+      if (!scatter) {
         def.bits[k][0] = MaskBits(df, ta);
         def.bits[k][1] = MaskBits(df, tb);
-        const size_t at = def.lanes;
-        size_t na = CompressTo(df, xa, ta, def.x + at);
-        if constexpr ((F & kGated) != 0) CompressTo(df, x2a, ta, def.x2 + at);
-        if constexpr (kBwd) CompressTo(df, dya, ta, def.dy + at);
-        size_t nb = CompressTo(df, xb, tb, def.x + at + na);
-        if constexpr ((F & kGated) != 0) CompressTo(df, x2b, tb, def.x2 + at + na);
-        if constexpr (kBwd) CompressTo(df, dyb, tb, def.dy + at + na);
-        def.lanes = at + na + nb;
       }
       if (!patch) return;
     }
