@@ -72,12 +72,12 @@ inline std::vector<float> DenseInputs() {
   AppendRange(in, 3.0f, 15.0f, 1u << 18);
   AppendRange(in, -0.80f, -0.70f, 1u << 18);  // gelu' root, erf ~ -0.7518
   AppendRange(in, -0.60f, -0.50f, 1u << 16);  // tanh/quick roots nearby
-  // Core interval edges and the tail start: 16 intervals of width 1/4, and
-  // the narrow core's 8 of width 1/2 (AVX2).
+  // Core interval edges and the tail start: 16 intervals of width 1/4
+  // centred on k/4, and the narrow core's 8 of width 1/2 from k/2 (AVX2).
   for (const auto& [n, w] : {std::pair{16, 0.25f}, std::pair{8, 0.5f}}) {
     for (int k = 1; k <= n; ++k) {
       for (float s : {1.0f, -1.0f}) {
-        const uint32_t c = ToBits(s * (k - 0.5f) * w);
+        const uint32_t c = ToBits(s * (n == 16 ? k - 0.5f : float(k)) * w);
         for (uint32_t j = 0; j < 128; ++j) in.push_back(FromBits(c - 64 + j));
       }
     }
@@ -89,7 +89,7 @@ inline std::vector<float> DenseInputs() {
   const float den = std::numeric_limits<float>::denorm_min();
   for (float v :
        {0.0f,   -0.0f,   inf,   -inf,   nan,     -nan,   maxf,    -maxf, minf,
-        -minf,  den,     -den,  1e-40f, -1e-40f, 3.875f, -3.875f, 3.75f, -3.75f,
+        -minf,  den,     -den,  1e-40f, -1e-40f, 3.875f, -3.875f, 4.0f,  -4.0f,
         14.75f, -14.75f, 11.0f, -11.0f, 68.0f,   -68.0f, 1e30f,   -1e30f}) {
     in.push_back(v);
   }

@@ -496,8 +496,8 @@ std::vector<float> density_segments(int64_t seg, int segments) {
   std::normal_distribution<float> n1(0.0f, 1.0f), n3(0.0f, 3.0f), n5(0.0f, 5.0f);
   std::uniform_real_distribution<float> tail(-14.0f, -4.0f), core(-3.5f, 3.5f);
   const float inf = std::numeric_limits<float>::infinity();
-  const float special[] = {inf,     -inf,  std::numeric_limits<float>::quiet_NaN(),
-                           -3.875f, 3.75f, -0.0f};
+  const float special[] = {inf,     -inf, std::numeric_limits<float>::quiet_NaN(),
+                           -3.875f, 4.0f, -0.0f};
   std::vector<float> x;
   for (int s = 0; s < segments; ++s)
     for (int64_t i = 0; i < seg; ++i) {

@@ -17,11 +17,12 @@
 //    No cancellation on either side, no exp, no division. Results rounded
 //    to bf16/f16 use ForBf16F16: degree 4, c0 a single f32 (2^-17 relative).
 //    AVX2 (8 lanes, where a 16-entry lookup is two permutes and a blend)
-//    runs the narrow core instead: 8 intervals of width 1/2, one permute a
-//    coefficient, degree 7 (5 for bf16/f16), t < 3.75, each interval
-//    expanded at its centre or at the end that keeps the rounding smallest
-//    (gelu_coefficients_n8.h, tools/fit/fit_gelu.py --narrow).
-//  * Tail, t >= 3.875 (3.75 on AVX2) and inf/NaN, taken only when a vector
+//    runs the narrow core instead: 8 intervals [k/2, k/2 + 1/2], k = 2t
+//    truncated (so the first is a whole one), one permute a coefficient,
+//    degree 7 (5 for bf16/f16), t < 4, each interval expanded at the point
+//    that keeps its f32 rounding smallest (gelu_coefficients_n8.h,
+//    tools/fit/fit_gelu.py --narrow).
+//  * Tail, t >= 3.875 (4 on AVX2) and inf/NaN, taken only when a vector
 //    holds such a lane: e^-A with A computed as a double-float (the square
 //    split exactly with FMA / Veltkamp), scaled by 2^(n+64) and 2^-64 so
 //    that subnormal results round once. Erf: A = t^2/2 + ln sqrt(2 pi), times the Mills
@@ -70,14 +71,17 @@ namespace gelu_math {
 // (the only place they live); the hand-set constants below.
 using namespace ::gelu::cpu::gelu_coefficients;  // NOLINT(google-build-using-namespace)
 
-// The core's shape for kN intervals: width 4/kN (1/4 or 1/2, so k times
-// the width is exact), the tail from (kN - 1/2) widths: 3.875 or 3.75.
+// The core's shape for kN intervals of width 4/kN (1/4 or 1/2, so k times
+// the width is exact). 16 intervals: k = t / width rounded, interval k =
+// [k - 1/2, k + 1/2] widths, the tail from 3.875. 8 (the narrow core): k =
+// t / width truncated, interval k = [k, k + 1] widths, so the first is a
+// whole one and the tail starts at 4.
 template <size_t kN>
 struct CoreShape {
   static_assert(kN == 8 || kN == 16, "fitted interval counts");
   static constexpr float kInvWidth = kN / 4.0f;
   static constexpr float kWidth = 4.0f / kN;
-  static constexpr float kTailStart = (kN - 0.5f) * kWidth;
+  static constexpr float kTailStart = kN == 8 ? 4.0f : (kN - 0.5f) * kWidth;
 };
 inline constexpr float kLog2e = 1.44269504088896341f;
 // Above these t the form's gelu(-t) and gelu'(-t) underflow to zero and
@@ -203,26 +207,43 @@ HWY_INLINE void ExpNeg(D d, VecD<D> ah, VecD<D> al, VecD<D>& q, VecD<D>& scale) 
 // Core: V(t) and G(t) of the form's tables, t in [0, kTailStart) of the
 // kN intervals. Table rows: c0 hi, [c0 lo when kLo,] c1..c<kDeg>; Horner in
 // r, the c0 lo added last before c0 hi. The narrow core (kN = 8) expands
-// interval k at k/2 + shift[k] (the interval's right end where V falls,
-// so that no term cancels c0; exact, as t >= 1/4 there).
+// interval k at centre[k]: 0 for k = 0, else the point whose f32
+// evaluation rounds least (tools/fit/fit_gelu.py, narrow_centres), within
+// a factor 2 of every t of the interval, so r = t - centre[k] is exact
+// (Sterbenz).
 template <int kDeg, bool kLo, size_t kN, class D>
 HWY_INLINE void Core(D d, VecD<D> t, const float (*tv)[kN], const float (*tg)[kN],
-                     const float* shift, VecD<D>& v, VecD<D>& g) {
+                     const float* centre, VecD<D>& v, VecD<D>& g) {
   static_assert(kDeg >= 2, "Horner below starts from c_deg r + c_(deg-1)");
   using Shape = CoreShape<kN>;
   const hn::RebindToSigned<D> di;
-  // k = round(t / width) in the low mantissa bits of 2^23 + t / width;
-  // r = t - k width, exact.
-  const auto magic = hn::Set(d, 8388608.0f);
-  const auto km = hn::MulAdd(t, hn::Set(d, Shape::kInvWidth), magic);
-  auto r = hn::NegMulAdd(hn::Sub(km, magic), hn::Set(d, Shape::kWidth), t);
-  const auto k = hn::BitCast(di, km);
-  const auto L = [&](const float* row) { return Lookup<kN>(d, row, k); };
+  VecD<D> r;
+  VecI<D> k;
   if constexpr (kN == 8) {
-    r = hn::Sub(r, L(shift));
+    // k = t / width truncated (2t is exact). The lookups read its low 3
+    // bits; lanes past the core, inf and NaN get a k whose results the
+    // caller's tail path replaces.
+    const auto y = hn::Mul(t, hn::Set(d, Shape::kInvWidth));
+#if HWY_TARGET == HWY_AVX2
+    if constexpr (hn::MaxLanes(D()) == 8) {
+      k = VecI<D>{_mm256_cvttps_epi32(y.raw)};
+    } else {
+      k = hn::ConvertTo(di, y);
+    }
+#else
+    k = hn::ConvertTo(di, y);
+#endif
+    r = hn::Sub(t, Lookup<kN>(d, centre, k));
   } else {
-    (void)shift;
+    (void)centre;
+    // k = round(t / width) in the low mantissa bits of 2^23 + t / width;
+    // r = t - k width, exact.
+    const auto magic = hn::Set(d, 8388608.0f);
+    const auto km = hn::MulAdd(t, hn::Set(d, Shape::kInvWidth), magic);
+    r = hn::NegMulAdd(hn::Sub(km, magic), hn::Set(d, Shape::kWidth), t);
+    k = hn::BitCast(di, km);
   }
+  const auto L = [&](const float* row) { return Lookup<kN>(d, row, k); };
   constexpr int kC1 = kLo ? 2 : 1;  // row of c1; c_j is row j + kC1 - 1
   auto pv = hn::MulAdd(L(tv[kDeg + kC1 - 1]), r, L(tv[kDeg + kC1 - 2]));
   auto pg = hn::MulAdd(L(tg[kDeg + kC1 - 1]), r, L(tg[kDeg + kC1 - 2]));
@@ -344,7 +365,7 @@ struct TanhTail {
   template <size_t kN, class D>
   static HWY_INLINE void Eval(D d, VecD<D> t, VecD<D>& vs, VecD<D>& gs) {
     // z = 2u = t (a1 + m), m = a3 t^2, each as a double-float. For t >=
-    // 3.75 (either core's tail start), m >= 1.003 has the exponent of a1
+    // 3.875 (either core's tail start), m >= 1.07 has the exponent of a1
     // (1.60), so the Fast2Sum
     // gh = m + a1, error a1 - (gh - m), is exact (core lanes that pass
     // through here compute garbage the caller discards). Against a1 t +
@@ -434,7 +455,7 @@ HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[kN], const float (*tg)[kN
 }  // namespace gelu_math
 
 // The three forms share one shape; Tail and the tables select the form, kN
-// the core's interval count, kS the narrow core's expansion shifts (nullptr
+// the core's interval count, kS the narrow core's expansion points (nullptr
 // for 16 intervals), kDeg and kLo the core polynomial (degree, c0 as f32
 // hi + lo). CoreOnly is the same math without the tail check, for
 // vectors AllCore has cleared: a caller with two vectors in hand checks both
@@ -448,7 +469,7 @@ struct GeluMathImpl {
       GeluMathImpl<Tail, kN, kV, kG, kS, kDeg, kLo, gelu_math::Lanes::kCore>;
   using TailOnly =
       GeluMathImpl<Tail, kN, kV, kG, kS, kDeg, kLo, gelu_math::Lanes::kTail>;
-  // Where the tail path takes over: 3.875 (16 intervals) or 3.75 (8).
+  // Where the tail path takes over: 3.875 (16 intervals) or 4 (8).
   static constexpr float kTailStart = gelu_math::CoreShape<kN>::kTailStart;
   // Lanes that need the tail path: |x| >= kTailStart, inf, NaN.
   template <class D>
@@ -516,33 +537,36 @@ using GeluFormFor = std::conditional_t<
 
 // GELU, erf form: x Phi(x), Phi(x) = erfc(-x/sqrt 2)/2; Grad = Phi + x phi.
 // Lanes: f32. Valid for every f32 input (NaN -> NaN, +-inf -> +inf/-0 and
-// 1/0). Max error: Value 1.25 (AVX3) / 1.76 (AVX2, the narrow core) / 1.42
-// (SSE4, SSSE3, SCALAR) ULP; Grad 1.41 / 1.51 / 1.51 ULP of |Phi| + |x phi|.
+// 1/0). Max error: Value 1.25 (AVX3) / 1.42 (AVX2, the narrow core) / 1.42
+// (SSE4, SSSE3, SCALAR) ULP; Grad 1.41 / 1.41 / 1.51 ULP of |Phi| + |x phi|.
+// The narrow core's figures are exhaustive over |x| in [2^-12, 4)
+// (docs/notes/simd-targets-log.md, "The narrow core to 4").
 struct GeluErfMath
     : GeluFormFor<gelu_math::ErfTail, gelu_math::kErfValue, gelu_math::kErfGrad,
                   gelu_math::kErfValueBf16F16, gelu_math::kErfGradBf16F16,
-                  gelu_math::kErfShiftN8, gelu_math::kErfValueN8, gelu_math::kErfGradN8,
-                  gelu_math::kErfValueN8Bf16F16, gelu_math::kErfGradN8Bf16F16> {};
+                  gelu_math::kErfCentreN8, gelu_math::kErfValueN8,
+                  gelu_math::kErfGradN8, gelu_math::kErfValueN8Bf16F16,
+                  gelu_math::kErfGradN8Bf16F16> {};
 
 // GELU, tanh form: x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3); Grad
 // is its exact derivative. Lanes: f32. Valid for every f32 input.
-// Max error: Value 1.30 / 1.56 / 1.49 ULP; Grad 1.47 / 1.51 / 1.58 ULP of
+// Max error: Value 1.30 / 1.64 / 1.49 ULP; Grad 1.47 / 1.54 / 1.58 ULP of
 // |s| + |x s'| (AVX3 / AVX2 / the others).
 struct GeluTanhMath
     : GeluFormFor<gelu_math::TanhTail, gelu_math::kTanhValue, gelu_math::kTanhGrad,
                   gelu_math::kTanhValueBf16F16, gelu_math::kTanhGradBf16F16,
-                  gelu_math::kTanhShiftN8, gelu_math::kTanhValueN8,
+                  gelu_math::kTanhCentreN8, gelu_math::kTanhValueN8,
                   gelu_math::kTanhGradN8, gelu_math::kTanhValueN8Bf16F16,
                   gelu_math::kTanhGradN8Bf16F16> {};
 
 // GELU, quick form: x sigmoid(1.702 x); Grad its exact derivative.
 // Lanes: f32. Valid for every f32 input.
-// Max error: Value 1.45 / 1.45 / 1.70 ULP; Grad 1.61 / 1.61 / 1.67 ULP of
+// Max error: Value 1.45 / 1.48 / 1.70 ULP; Grad 1.61 / 1.61 / 1.67 ULP of
 // |s| + |x s'| (AVX3 / AVX2 / the others).
 struct GeluQuickMath
     : GeluFormFor<gelu_math::QuickTail, gelu_math::kQuickValue, gelu_math::kQuickGrad,
                   gelu_math::kQuickValueBf16F16, gelu_math::kQuickGradBf16F16,
-                  gelu_math::kQuickShiftN8, gelu_math::kQuickValueN8,
+                  gelu_math::kQuickCentreN8, gelu_math::kQuickValueN8,
                   gelu_math::kQuickGradN8, gelu_math::kQuickValueN8Bf16F16,
                   gelu_math::kQuickGradN8Bf16F16> {};
 

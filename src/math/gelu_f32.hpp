@@ -10,8 +10,9 @@
 // the CPU's AVX-512, SSE4 and scalar targets; 8, as its AVX2 target).
 //
 // Method (t = |x|, s the form's gate, gelu(x) = x s(x)):
-//  * Core, t < 3.875 (3.75 with 8 intervals): interval k = round(t/width),
-//    r = t - k width (exact), V(t) = t s(-t) and G(t) = s(-t) - t s'(t) as
+//  * Core, t < 3.875: interval k = round(t/width), r = t - k width; with 8
+//    intervals, t < 4: k = t/width truncated, r = t - centre[k] (both
+//    exact). V(t) = t s(-t) and G(t) = s(-t) - t s'(t) as
 //    polynomials in r from the coefficient tables of
 //    src/cpu/gelu_coefficients*.h (tools/fit/fit_gelu.py, the only place
 //    they live); gelu = max(x, 0) - V, gelu' = x < 0 ? G : 1 - G.
@@ -136,7 +137,7 @@ GELU_HD float lookup(const float* p, int i) {
 }
 
 // The core of form F: its tables (value, grad, rows of kN), degree, c0 as
-// hi + lo (kLo), and for 8 intervals the expansion shifts.
+// hi + lo (kLo), and for 8 intervals the expansion points.
 template <Approx F, bool kHalf, int kN>
 struct Core;
 
@@ -152,7 +153,7 @@ struct Core;
     GELU_HD static const float* g() {                               \
       return GELU_TABLE(k##NAME##Grad, k##NAME##Grad);              \
     }                                                               \
-    GELU_HD static const float* shift() { return nullptr; }         \
+    GELU_HD static const float* centre() { return nullptr; }        \
   };                                                                \
   template <>                                                       \
   struct Core<Approx::FORM, true, 16> {                             \
@@ -164,7 +165,7 @@ struct Core;
     GELU_HD static const float* g() {                               \
       return GELU_TABLE(k##NAME##GradBf16F16, k##NAME##GradHalf);   \
     }                                                               \
-    GELU_HD static const float* shift() { return nullptr; }         \
+    GELU_HD static const float* centre() { return nullptr; }        \
   };
 GELU_CORE16(none, Erf)
 GELU_CORE16(tanh, Tanh)
@@ -182,7 +183,7 @@ GELU_CORE16(quick, Quick)
     static constexpr bool kLo = true;                                      \
     static const float* v() { return &cf::k##NAME##ValueN8[0][0]; }        \
     static const float* g() { return &cf::k##NAME##GradN8[0][0]; }         \
-    static const float* shift() { return cf::k##NAME##ShiftN8; }           \
+    static const float* centre() { return cf::k##NAME##CentreN8; }         \
   };                                                                       \
   template <>                                                              \
   struct Core<Approx::FORM, true, 8> {                                     \
@@ -190,7 +191,7 @@ GELU_CORE16(quick, Quick)
     static constexpr bool kLo = false;                                     \
     static const float* v() { return &cf::k##NAME##ValueN8Bf16F16[0][0]; } \
     static const float* g() { return &cf::k##NAME##GradN8Bf16F16[0][0]; }  \
-    static const float* shift() { return cf::k##NAME##ShiftN8; }           \
+    static const float* centre() { return cf::k##NAME##CentreN8; }         \
   };
 GELU_CORE8(none, Erf)
 GELU_CORE8(tanh, Tanh)
@@ -272,13 +273,21 @@ GELU_HD float scale_from_magic(float km) {
 }
 
 // Core: V(t), G(t).
+// 16 intervals: k = t / width rounded, r = t - k width; 8: k = t / width
+// truncated, r = t - centre[k] (both exact; t < kTailStart<kN>).
 template <class C, int kN>
 GELU_HD void core(float t, float& v, float& g) {
   constexpr float kInvWidth = kN / 4.0f, kWidth = 4.0f / kN;
-  const float km = fma_rn(t, kInvWidth, kTwoPow23);
-  float r = fma_rn(-sub_rn(km, kTwoPow23), kWidth, t);
-  const int k = int(bits_of(km) & uint32_t(kN - 1));
-  if constexpr (kN == 8) r = sub_rn(r, C::shift()[k]);
+  float r;
+  int k;
+  if constexpr (kN == 8) {
+    k = int(mul_rn(t, kInvWidth)) & (kN - 1);
+    r = sub_rn(t, C::centre()[k]);
+  } else {
+    const float km = fma_rn(t, kInvWidth, kTwoPow23);
+    r = fma_rn(-sub_rn(km, kTwoPow23), kWidth, t);
+    k = int(bits_of(km) & uint32_t(kN - 1));
+  }
   // Row j of interval k at tv[j * kN]: one address, then constant offsets.
   const float* tv = opaque(C::v() + k);
   const float* tg = opaque(C::g() + k);
@@ -379,9 +388,9 @@ GELU_HD void quick_tail(float t, float& vs, float& gs) {
 }
 
 // ---------------------------------------------------------------------------
-// Where the tail takes over: |x| >= this, inf and NaN.
+// Where the tail takes over: |x| >= this, inf and NaN (the CPU's CoreShape).
 template <int kN = 16>
-inline constexpr float kTailStart = (kN - 0.5f) * (4.0f / kN);
+inline constexpr float kTailStart = kN == 8 ? 4.0f : (kN - 0.5f) * (4.0f / kN);
 
 // gelu(x) and gelu'(x) of form F. kHalf: results to be rounded to bf16/f16.
 // kCoreOnly: the caller has checked |x| < kTailStart<kN> (no branch here).
