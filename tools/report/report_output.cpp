@@ -166,8 +166,9 @@ std::string throughput_section(const Report& r) {
   const std::string scales = rows_of("scales", "x");
   if (!scales.empty())
     s += "\n### Input scales\n\nx ~ N(0, 1), N(0, 2), N(0, 3) with a N(0, 1) "
-         "bias, and tail-only (every pre-activation in [-10, -3.875]: where the "
-         "exact tail path runs; bias ops: x in [-9, -4.875], bias in [-1, 1)); "
+         "bias, and tail-only (every pre-activation in [-10, -4]: where the "
+         "exact tail path runs on every target; bias ops: x in [-9, -5], bias in "
+         "[-1, 1)); "
          "f32. Every scale of an op, size and thread count ran in the same "
          "interleaved rounds (ours and oneDNN on each, then the copy): the "
          "kernel cliffs section gives each scale's elements/s over N(0, 1)'s. "
@@ -195,7 +196,7 @@ std::string cliffs_section(const Report& r) {
          "Elements/s of the variant over the baseline, both timed in the same "
          "interleaved rounds (medians). Storage: bf16/f16 over f32 at the largest "
          "size (they move half the bytes). Input scales: x ~ N(0, 2), N(0, 3) and "
-         "tail-only (every pre-activation in [-10, -3.875], taken by the exact tail "
+         "tail-only (every pre-activation in [-10, -4], taken by the exact tail "
          "path) over x ~ N(0, 1), bias ~ N(0, 1), f32, at 256K (in cache: the "
          "arithmetic alone) and at the largest size; the throughput section's "
          "form from its input-scale rounds (every op and thread count there), the "
