@@ -139,6 +139,26 @@ void scalar_math(const std::vector<float>& x, std::vector<float>& v,
     math::value_and_grad<F, kHalf, kN>(x[i], v[i], g[i]);
 }
 
+// The worst f32 errors against the reference (value: ulps of gelu; grad:
+// ulps of |t1| + |t2|) and their inputs.
+template <Approx F>
+struct WorstError {
+  double value = 0, grad = 0;
+  float at_value = 0, at_grad = 0;
+  void add(float x, float v, float g) {
+    const double ev = ref::ulp_error(DType::f32, v, ref::gelu_fwd(F, x));
+    const ref::GradTerms t = ref::gelu_bwd_terms(F, x);
+    const double eg = ref::scaled_ulp_error(DType::f32, g, t.t1 + t.t2,
+                                            std::fabs(t.t1) + std::fabs(t.t2));
+    if (!(ev <= value)) value = std::isnan(ev) ? INFINITY : ev, at_value = x;
+    if (!(eg <= grad)) grad = std::isnan(eg) ? INFINITY : eg, at_grad = x;
+  }
+  void expect_within_contract() const {
+    EXPECT_LE(value, 2.0) << form_name(F) << " value at x = " << at_value;
+    EXPECT_LE(grad, 2.0) << form_name(F) << " grad at x = " << at_grad;
+  }
+};
+
 template <Approx F, bool kHalf>
 void check_form() {
   const std::vector<float>& x = inputs();
@@ -150,22 +170,14 @@ void check_form() {
   // checked through the ops' results).
   if (!kHalf) {
     for (int c = 0; c < 2; ++c) {
-      double worst_v = 0, worst_g = 0;
-      float at_v = 0, at_g = 0;
-      for (size_t i = 0; i < x.size(); ++i) {
-        const double ev = ref::ulp_error(DType::f32, sv[c][i], ref::gelu_fwd(F, x[i]));
-        const ref::GradTerms t = ref::gelu_bwd_terms(F, x[i]);
-        const double eg = ref::scaled_ulp_error(DType::f32, sg[c][i], t.t1 + t.t2,
-                                                std::fabs(t.t1) + std::fabs(t.t2));
-        if (!(ev <= worst_v)) worst_v = std::isnan(ev) ? INFINITY : ev, at_v = x[i];
-        if (!(eg <= worst_g)) worst_g = std::isnan(eg) ? INFINITY : eg, at_g = x[i];
-      }
+      WorstError<F> worst;
+      for (size_t i = 0; i < x.size(); ++i) worst.add(x[i], sv[c][i], sg[c][i]);
       std::printf(
           "[ gelu_f32 ] %-5s %2d intervals: value %.3f ulp (x=%a), grad %.3f "
           "ulp (x=%a)\n",
-          form_name(F), c == 0 ? 16 : 8, worst_v, at_v, worst_g, at_g);
-      EXPECT_LE(worst_v, 2.0) << form_name(F) << " value at x = " << at_v;
-      EXPECT_LE(worst_g, 2.0) << form_name(F) << " grad at x = " << at_g;
+          form_name(F), c == 0 ? 16 : 8, worst.value, worst.at_value, worst.grad,
+          worst.at_grad);
+      worst.expect_within_contract();
     }
   }
 
@@ -232,8 +244,7 @@ void check_narrow_core_everywhere() {
   if (narrow >= 0) cpu::pin_target(narrow);
   constexpr size_t kChunk = 1 << 20;
   std::vector<float> x(kChunk), tv(kChunk), tg(kChunk);
-  double worst_v = 0, worst_g = 0;
-  float at_v = 0, at_g = 0;
+  WorstError<F> worst;
   uint64_t checked = 0, differ = 0;
   for (uint32_t sign : {0u, 0x80000000u}) {
     for (uint32_t u = first; u < end; u += kChunk) {
@@ -248,12 +259,7 @@ void check_narrow_core_everywhere() {
         float v, g;
         math::value_and_grad<F, false, 8>(x[i], v, g);
         if (narrow >= 0 && !(same_bits(v, tv[i]) && same_bits(g, tg[i]))) ++differ;
-        const double ev = ref::ulp_error(DType::f32, v, ref::gelu_fwd(F, x[i]));
-        const ref::GradTerms t = ref::gelu_bwd_terms(F, x[i]);
-        const double eg = ref::scaled_ulp_error(DType::f32, g, t.t1 + t.t2,
-                                                std::fabs(t.t1) + std::fabs(t.t2));
-        if (!(ev <= worst_v)) worst_v = std::isnan(ev) ? INFINITY : ev, at_v = x[i];
-        if (!(eg <= worst_g)) worst_g = std::isnan(eg) ? INFINITY : eg, at_g = x[i];
+        worst.add(x[i], v, g);
       }
       checked += n;
     }
@@ -262,11 +268,10 @@ void check_narrow_core_everywhere() {
   std::printf(
       "[ gelu_f32 ] %-5s narrow core, every |x| in [2^-4, 4): value %.3f ulp (x=%a), "
       "grad %.3f ulp (x=%a), %llu inputs, %s\n",
-      form_name(F), worst_v, at_v, worst_g, at_g,
+      form_name(F), worst.value, worst.at_value, worst.grad, worst.at_grad,
       static_cast<unsigned long long>(checked),
       narrow >= 0 ? "the same bits as the SIMD math" : "no 8-interval target here");
-  EXPECT_LE(worst_v, 2.0) << form_name(F) << " value at x = " << at_v;
-  EXPECT_LE(worst_g, 2.0) << form_name(F) << " grad at x = " << at_g;
+  worst.expect_within_contract();
   EXPECT_EQ(differ, 0u) << form_name(F)
                         << ": the scalar method and the SIMD math differ";
 }

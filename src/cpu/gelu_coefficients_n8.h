@@ -3,8 +3,9 @@
 // 8 intervals [k/2, k/2 + 1/2], k = 2t truncated, one 8-lane permute a
 // coefficient on AVX2; the tail takes over at 4. Rows: [0] c0 hi,
 // [1] c0 lo, [2..] c1..c7 (the *Bf16F16 tables: c0..c5, no c0 lo),
-// polynomials in r = t - the form's Centre[k] (an end of the interval or its
-// middle). Errors are of the fit alone.
+// polynomials in r = t - the form's Centre[k] (the point of the interval
+// whose f32 evaluation rounds least, narrow_centres). Errors are of the fit
+// alone.
 #pragma once
 
 // clang-format off
