@@ -3,9 +3,12 @@
 // that need the overflow-boundary rule (src/cpu/fp_status.hpp): a call
 // leaves a flag the caller had set still set, and where the flags cannot
 // detect (DAZ on, exceptions unmasked) the kernels test every result, so the
-// results are the same and nothing traps. x86 only; every SIMD target.
+// results are the same and nothing traps; inputs whose results are numbers
+// raise no invalid, divide-by-zero or overflow flag. x86 only; every SIMD
+// target.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/op_table.hpp"
+#include "core/run_op.hpp"
 #include "gelu/gelu.hpp"
 #include "kernels_test_support.hpp"
 #include "ref/convert.hpp"
@@ -27,7 +32,10 @@ namespace gelu {
 namespace {
 
 using testing::Buffer;
+using testing::kDTypes;
+using testing::kForms;
 
+constexpr unsigned kInvalid = 0x0001, kDivideByZero = 0x0004;
 constexpr unsigned kDenormal = 0x0002, kOverflow = 0x0008;
 constexpr unsigned kDenormalsAreZero = 0x0040;
 constexpr unsigned kDenormalMask = 0x0100, kOverflowMask = 0x0400;
@@ -212,6 +220,94 @@ TEST_P(FpStatus, ResultOnTheBoundaryInLongRows) {
         EXPECT_EQ(dx.get(r * 2 * h + h + j), e.largest)
             << "geglu_backward dx(gate)[" << r * 2 * h + h + j << "]";
       }
+  }
+}
+
+// Every op of the table, form and dtype on inputs whose results are
+// numbers: pre-activations from tiny to the dtype's largest (core, tail,
+// large and huge lanes mixed in one pair, pairs wholly in the tail, long
+// runs of tail lanes), in a second pass with infinities among them; dy, addends and
+// gates in [-1, 1]. A call raises no invalid, divide-by-zero or overflow flag: a caller
+// who unmasks them must not trap on such inputs (a lane past the core computes results
+// that are discarded, but computes them quietly). The outputs are finite (numbers, with
+// infinite inputs).
+TEST_P(FpStatus, InputsRaiseNoInvalidOrOverflow) {
+  constexpr int64_t kRows = 3, kCols = 1030;  // odd halves, several blocks
+  std::mt19937 g(5);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0), tail(3.5, 40.0),
+      core(-4.0, 4.0);
+  std::uniform_int_distribution<int> pick(0, 9);
+  for (bool with_inf : {false, true}) {
+    for (DType t : kDTypes) {
+      const int max_exp = t == DType::f16 ? 15 : 127;
+      std::uniform_int_distribution<int> huge_exp(max_exp - 7, max_exp),
+          mid_exp(4, std::min(max_exp, 17));
+      const float largest = t == DType::f16    ? 65504.0f
+                            : t == DType::bf16 ? 0x1.fep127f
+                                               : 0x1.fffffep127f;
+      // Element i's pre-activation: its kind switches every 300 elements
+      // between a mix and a run wholly in the tail.
+      auto pre_activation = [&](int64_t i) -> double {
+        const double sign = unit(g) < 0 ? -1.0 : 1.0;
+        const int kind = (i / 300) % 3 == 2 ? 7 + pick(g) % 3 : pick(g);
+        if (kind <= 3) return core(g);
+        if (kind <= 5) return sign * tail(g);
+        // Around 2^16, where the kernels stop running the core on a tail lane.
+        if (kind == 6) return sign * std::ldexp(1.0 + unit(g) * 0.4, mid_exp(g));
+        if (kind == 7) return sign * std::ldexp(1.0 + unit(g) * 0.4, huge_exp(g));
+        if (kind == 8) return sign * double(largest);
+        if (with_inf) return sign * HUGE_VAL;
+        // 2^30, 2^31: an f32 lane converted to int32 would be out of range.
+        return t == DType::f16 ? sign * 0.5 * largest
+                               : sign * std::ldexp(1.0, 30 + pick(g) % 2);
+      };
+      for (const core::OpDecl& op : core::all_ops()) {
+        for (Approx form : kForms) {
+          SCOPED_TRACE(std::string(op.name) + " " + dtype_name(t) + " " +
+                       approx_name(form) + (with_inf ? " with infinities" : ""));
+          const std::vector<int64_t> primary{kRows, kCols};
+          std::vector<Buffer> bufs;
+          for (int i = 0; i < op.num_tensors; ++i) {
+            const core::TensorDecl& d = op.tensors[i];
+            bufs.emplace_back(t, core::tensor_shape(op, i, primary));
+            Buffer& b = bufs.back();
+            const int64_t cols = b.shape().back();
+            for (int64_t e = 0; e < b.size(); ++e) {
+              const bool gate = op.kind == core::OpKind::gated && e % cols >= cols / 2;
+              if (d.output()) {
+                b.set(e, 0.0f);
+              } else if (d.role == core::Role::x && !gate) {
+                b.set(e, ref::stored(t, pre_activation(e)));
+              } else {
+                b.set(e, ref::stored(t, unit(g)));
+              }
+            }
+          }
+          std::vector<TensorRef> refs;
+          for (Buffer& b : bufs) refs.push_back(b.ref());
+          unsigned flags = 0;
+          {
+            ScopedCsr csr(kDefaultCsr);
+            core::call_op(op, refs, OneThread(form));
+            flags = _mm_getcsr() & (kInvalid | kDivideByZero | kOverflow);
+          }
+          EXPECT_EQ(flags & kInvalid, 0u) << "invalid flag";
+          EXPECT_EQ(flags & kDivideByZero, 0u) << "divide-by-zero flag";
+          EXPECT_EQ(flags & kOverflow, 0u) << "overflow flag";
+          for (int i = 0; i < op.num_tensors; ++i) {
+            if (!op.tensors[i].output()) continue;
+            int64_t bad = 0;
+            for (int64_t e = 0; e < bufs[i].size(); ++e) {
+              const float v = bufs[i].get(e);
+              if (with_inf ? std::isnan(v) : !std::isfinite(v)) ++bad;
+            }
+            EXPECT_EQ(bad, 0) << op.tensors[i].name
+                              << (with_inf ? ": NaN elements"
+                                           : ": elements not finite");
+          }
+        }
+      }
+    }
   }
 }
 

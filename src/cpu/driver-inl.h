@@ -453,6 +453,14 @@ inline constexpr size_t kDenseSteps = 4;
 // blended math in place instead (deferring costs a fixed amount per pair
 // on top of the core; the blended math costs the tail for every lane).
 inline constexpr size_t kDeferLanes = 1;
+// A deferred pair runs the core on its tail lanes too (their results are
+// replaced), so that it shares one core computation with the all-core
+// pairs. Below this |x| that is quiet; from it on (and for inf and NaN)
+// AVX2's index conversion would raise the invalid flag and the
+// polynomials overflow, which a caller may have unmasked: such a pair
+// runs the blended math, whose core sees core lanes only. (AVX-512's core
+// caps t itself: Math::Quiet.)
+inline constexpr float kDeferBelow = 65536.0f;
 
 // f32 outputs without dbias: a deferred step stores its core results as
 // any step does, and FinishDeferred patches its tail lanes in place (the
@@ -517,13 +525,15 @@ HWY_INLINE void PrefetchAhead(const typename S::T* p) {
 // One full step of positions [i, i + StepLanes): the core for every lane;
 // a pair with a tail lane is deferred (FinishDeferred completes it).
 // `flagged`: results stored by StoreResults' flagged store (Row).
-// `core_below`: the all-core test's bound on |x|, Math::kTailStart; 0 in a
-// block expected to hold tail lanes in most pairs (Row, kDenseSteps), where
-// every pair is then deferred (a pair without tail lanes packs none): the
-// test's branch, unpredictable at that density, then always goes one way.
+// `dense`: a block expected to hold tail lanes in most pairs (Row,
+// kDenseSteps), where every pair is deferred (a pair without tail lanes
+// packs none), so that the first test's branch, unpredictable at that
+// density as an all-core test, goes one way. `core_below`: that test's
+// bound on |x|, Math::kTailStart; kDeferBelow when dense (the pairs the
+// core runs on quietly, whatever their number of tail lanes).
 template <class Math, class S, unsigned F, class DF>
 HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def, bool flagged,
-                     hn::Vec<DF> core_below) {
+                     bool dense, hn::Vec<DF> core_below) {
   constexpr bool kTwo = (F & (kSum | kGated)) != 0;
   constexpr bool kBwd = (F & kBackward) != 0;
   constexpr bool kOut2 = (F & kGated) != 0 && kBwd;
@@ -555,11 +565,14 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def, bool f
   bool core = true;
   [[maybe_unused]] bool defer = false;
   if (HWY_LIKELY(Math::AllCore(df, xa, xb, core_below))) {
+    defer = dense;
     Compute<Core, F>(df, xa, x2a, dya, outa, out2a, vala);
     Compute<Core, F>(df, xb, x2b, dyb, outb, out2b, valb);
-  } else if (!kDeferTails || hn::CountTrue(df, Math::IsTail(df, xa)) +
-                                     hn::CountTrue(df, Math::IsTail(df, xb)) >
-                                 kDeferLanes * hn::Lanes(df)) {
+  } else if (!kDeferTails ||
+             hn::CountTrue(df, Math::IsTail(df, xa)) +
+                     hn::CountTrue(df, Math::IsTail(df, xb)) >
+                 kDeferLanes * hn::Lanes(df) ||
+             !Math::Quiet(df, xa, xb, kDeferBelow)) {
     core = false;
     Compute<Math, F>(df, xa, x2a, dya, outa, out2a, vala);
     Compute<Math, F>(df, xb, x2b, dyb, outb, out2b, valb);
@@ -877,16 +890,16 @@ HWY_INLINE void Row(size_t count, const Streams<S>& s) {
   Streams<S> cur = s;
   size_t i = 0, end = full;
   bool again = false;    // running a flagged block again
-  bool dense = false;    // the block's all-core bound is 0 (Step's core_below)
+  bool dense = false;    // Step's dense
   float* acc = nullptr;  // cur.acc, set aside while again
   for (bool staged = false;; staged = true) {
     while (i < end) {
       const size_t steps = (end - i) / N < detail::kBlockSteps ? (end - i) / N
                                                                : detail::kBlockSteps;
       const size_t block = i;
-      const auto core_below = hn::Set(df, dense ? 0.0f : M::kTailStart);
+      const auto core_below = hn::Set(df, dense ? detail::kDeferBelow : M::kTailStart);
       for (size_t k = 0; k < steps; ++k, i += N)
-        detail::Step<M, S, F>(df, cur, i, def, flagged && !again, core_below);
+        detail::Step<M, S, F>(df, cur, i, def, flagged && !again, dense, core_below);
       const bool next_dense = detail::kDenseBlocks<S> &&
                               def.lanes * detail::kDenseSteps >= steps;
       if (def.steps != 0) detail::FinishDeferred<M, S, F>(df, cur, def);

@@ -143,6 +143,18 @@ HWY_INLINE VecD<D> MinKeepNaN(D d, VecD<D> c, VecD<D> t) {
 #endif
 }
 
+// max(c, t) that returns t when t is NaN.
+template <class D>
+HWY_INLINE VecD<D> MaxKeepNaN(D d, VecD<D> c, VecD<D> t) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128
+  (void)d;
+  return hn::Max(c, t);  // maxps returns its second operand if either is NaN
+#else
+  (void)d;
+  return hn::IfThenElse(hn::Lt(t, c), c, t);
+#endif
+}
+
 // a * b - p exactly, for p = fl(a * b) (no overflow, no underflow).
 template <class D>
 HWY_INLINE VecD<D> ProdErr(D d, VecD<D> a, VecD<D> b, VecD<D> p) {
@@ -204,25 +216,59 @@ HWY_INLINE void ExpNeg(D d, VecD<D> ah, VecD<D> al, VecD<D>& q, VecD<D>& scale) 
   scale = ScaleFromMagic(d, km);
 }
 
-// Core: V(t) and G(t) of the form's tables, t in [0, kTailStart) of the
-// kN intervals. Table rows: c0 hi, [c0 lo when kLo,] c1..c<kDeg>; Horner in
-// r, the c0 lo added last before c0 hi. The narrow core (kN = 8) expands
-// interval k at centre[k]: 0 for k = 0, else the point whose f32
+// The core's t for x: |x|, and with AVX-512 at most kTailStart, in one
+// vrangeps (the smaller magnitude of x and kTailStart, sign cleared) where
+// |x| took an and. t < kTailStart exactly where |x| < kTailStart (false
+// for NaN), and a core lane's t is |x|. A lane past the core (whose
+// results the caller replaces) then runs the core at the tail's start,
+// where it raises no flag (kCoreQuiet); far out, the polynomials would
+// overflow, which a caller may have unmasked. Elsewhere the driver keeps
+// such lanes from the core (its kDeferBelow).
+template <size_t kN, class D>
+HWY_INLINE VecD<D> CoreT(D d, VecD<D> x) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  const auto cap = hn::Set(d, CoreShape<kN>::kTailStart);
+  if constexpr (hn::MaxLanes(D()) == 16) {
+    return VecD<D>{_mm512_range_ps(x.raw, cap.raw, 0x0A)};
+  } else if constexpr (hn::MaxLanes(D()) == 8) {
+    return VecD<D>{_mm256_range_ps(x.raw, cap.raw, 0x0A)};
+  } else {
+    return VecD<D>{_mm_range_ps(x.raw, cap.raw, 0x0A)};
+  }
+#else
+  (void)d;
+  return hn::Abs(x);
+#endif
+}
+// Whether the core raises no flag at any x (CoreT caps t).
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+inline constexpr bool kCoreQuiet = true;
+#else
+inline constexpr bool kCoreQuiet = false;
+#endif
+
+// Core: V(t) and G(t) of the form's tables, t = CoreT(x) in
+// [0, kTailStart) of the kN intervals (a lane past it computes results the
+// caller replaces). Table rows: c0 hi, [c0 lo when kLo,] c1..c<kDeg>;
+// Horner in r, the c0 lo added last before c0 hi. The narrow core (kN = 8)
+// expands interval k at centre[k]: 0 for k = 0, else the point whose f32
 // evaluation rounds least (tools/fit/fit_gelu.py, narrow_centres), within
 // a factor 2 of every t of the interval, so r = t - centre[k] is exact
 // (Sterbenz).
 template <int kDeg, bool kLo, size_t kN, class D>
-HWY_INLINE void Core(D d, VecD<D> t, const float (*tv)[kN], const float (*tg)[kN],
+HWY_INLINE void Core(D d, VecD<D> x, const float (*tv)[kN], const float (*tg)[kN],
                      const float* centre, VecD<D>& v, VecD<D>& g) {
   static_assert(kDeg >= 2, "Horner below starts from c_deg r + c_(deg-1)");
   using Shape = CoreShape<kN>;
   const hn::RebindToSigned<D> di;
+  const auto t = CoreT<kN>(d, x);
   VecD<D> r;
   VecI<D> k;
   if constexpr (kN == 8) {
     // k = t / width truncated (2t is exact). The lookups read its low 3
-    // bits; lanes past the core, inf and NaN get a k whose results the
-    // caller's tail path replaces.
+    // bits; lanes past the core get a k whose results the caller replaces
+    // (the conversion raises invalid from 2^31 on: the driver's
+    // kDeferBelow keeps such lanes from here).
     const auto y = hn::Mul(t, hn::Set(d, Shape::kInvWidth));
 #if HWY_TARGET == HWY_AVX2
     if constexpr (hn::MaxLanes(D()) == 8) {
@@ -287,6 +333,9 @@ HWY_INLINE void FinishTail(D d, VecD<D> x, VecD<D> vs, VecD<D> gs, VecD<D>& valu
 // count, whose tail start the erf tail's fit begins at.
 struct ErfTail {
   static constexpr float kTmax = kErfTmax;
+  // Whether core lanes (t below the core's tail start) run the tail
+  // quietly: not here, 1/t^2 overflows near 0.
+  static constexpr bool kQuietInCore = false;
   template <size_t kN, class D>
   static HWY_INLINE void Eval(D d, VecD<D> t, VecD<D>& vs, VecD<D>& gs) {
     // phi(t) = e^-(t^2/2 + ln sqrt(2 pi)) = 2^n (1 + q).
@@ -362,6 +411,7 @@ HWY_INLINE V TwoSumErr(V a, V b, V s) {
 
 struct TanhTail {
   static constexpr float kTmax = kTanhTmax;
+  static constexpr bool kQuietInCore = true;
   template <size_t kN, class D>
   static HWY_INLINE void Eval(D d, VecD<D> t, VecD<D>& vs, VecD<D>& gs) {
     // z = 2u = t (a1 + m), m = a3 t^2, each as a double-float. For t >=
@@ -396,6 +446,7 @@ struct TanhTail {
 
 struct QuickTail {
   static constexpr float kTmax = kQuickTmax;
+  static constexpr bool kQuietInCore = true;
   template <size_t kN, class D>
   static HWY_INLINE void Eval(D d, VecD<D> t, VecD<D>& vs, VecD<D>& gs) {
     const auto ah = hn::Set(d, kQuickA[0]);
@@ -421,7 +472,7 @@ HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[kN], const float (*tg)[kN
   const auto t = hn::Abs(x);
   if constexpr (kLanes == Lanes::kCore) {
     VecD<D> v, g;
-    Core<kDeg, kLo>(d, t, tv, tg, shift, v, g);
+    Core<kDeg, kLo>(d, x, tv, tg, shift, v, g);
     FinishCore(d, x, v, g, value, grad);
     return;
   }
@@ -430,23 +481,27 @@ HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[kN], const float (*tg)[kN
   if constexpr (kLanes == Lanes::kAny) {
     if (HWY_LIKELY(hn::AllTrue(d, in_core))) {
       VecD<D> v, g;
-      Core<kDeg, kLo>(d, t, tv, tg, shift, v, g);
+      Core<kDeg, kLo>(d, x, tv, tg, shift, v, g);
       FinishCore(d, x, v, g, value, grad);
       return;
     }
   }
   // Some lane is in the tail, infinite or NaN.
   VecD<D> vs, gs;
-  // A NaN runs through the tail and comes out NaN. Core lanes compute
-  // garbage here (never trapping) that the blend below discards.
-  const auto tt = MinKeepNaN(d, hn::Set(d, Tail::kTmax), t);
+  // A NaN runs through the tail and comes out NaN. Core lanes run it too
+  // (the blend below discards their results): quietly, or where the tail
+  // would raise a flag below its start, at its start.
+  auto tt = MinKeepNaN(d, hn::Set(d, Tail::kTmax), t);
+  if constexpr (kLanes == Lanes::kAny && !Tail::kQuietInCore) {
+    tt = MaxKeepNaN(d, hn::Set(d, CoreShape<kN>::kTailStart), tt);
+  }
   Tail::template Eval<kN>(d, tt, vs, gs);
   FinishTail(d, x, vs, gs, value, grad);
   if constexpr (kLanes == Lanes::kTail) return;
   if (hn::AllFalse(d, in_core)) return;
   const auto xs = hn::IfThenElseZero(in_core, x);
   VecD<D> v, g, cv, cg;
-  Core<kDeg, kLo>(d, hn::Abs(xs), tv, tg, shift, v, g);
+  Core<kDeg, kLo>(d, xs, tv, tg, shift, v, g);
   FinishCore(d, xs, v, g, cv, cg);
   value = hn::IfThenElse(in_core, cv, value);
   grad = hn::IfThenElse(in_core, cg, grad);
@@ -474,15 +529,24 @@ struct GeluMathImpl {
   // Lanes that need the tail path: |x| >= kTailStart, inf, NaN.
   template <class D>
   static HWY_INLINE hn::Mask<D> IsTail(D d, hn::Vec<D> x) {
-    return hn::Not(hn::Lt(hn::Abs(x), hn::Set(d, kTailStart)));
+    return hn::Not(hn::Lt(gelu_math::CoreT<kN>(d, x), hn::Set(d, kTailStart)));
   }
-  // Whether every lane of a and b has |x| < below (false for NaN): with
-  // below = Set(d, kTailStart), whether CoreOnly covers them all. A lower
-  // bound (0: never) sends lanes to the tail check that did not need it.
+  // Whether every lane of a and b has |x| < below (false for NaN), for
+  // below <= kTailStart or wherever CoreT is |x|: with below =
+  // Set(d, kTailStart), whether CoreOnly covers them all. A lower bound (0:
+  // never) sends lanes to the tail check that did not need it.
+  // Quiet: whether CoreOnly runs on all of them without raising a flag
+  // (always with kCoreQuiet, else below the driver's kDeferBelow).
   template <class D>
   static HWY_INLINE bool AllCore(D d, hn::Vec<D> a, hn::Vec<D> b, hn::Vec<D> below) {
-    return hn::AllTrue(d,
-                       hn::And(hn::Lt(hn::Abs(a), below), hn::Lt(hn::Abs(b), below)));
+    return hn::AllTrue(d, hn::And(hn::Lt(gelu_math::CoreT<kN>(d, a), below),
+                                  hn::Lt(gelu_math::CoreT<kN>(d, b), below)));
+  }
+  template <class D>
+  static HWY_INLINE bool Quiet(D d, hn::Vec<D> a, hn::Vec<D> b, float below) {
+    if constexpr (gelu_math::kCoreQuiet) return true;
+    const auto v = hn::Set(d, below);
+    return hn::AllTrue(d, hn::And(hn::Lt(hn::Abs(a), v), hn::Lt(hn::Abs(b), v)));
   }
   template <class D>
   static HWY_INLINE hn::Vec<D> Value(D d, hn::Vec<D> x) {
