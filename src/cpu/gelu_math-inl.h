@@ -544,9 +544,8 @@ struct GeluMathImpl {
   }
   template <class D>
   static HWY_INLINE bool Quiet(D d, hn::Vec<D> a, hn::Vec<D> b, float below) {
-    if constexpr (gelu_math::kCoreQuiet) return true;
-    const auto v = hn::Set(d, below);
-    return hn::AllTrue(d, hn::And(hn::Lt(hn::Abs(a), v), hn::Lt(hn::Abs(b), v)));
+    // Without kCoreQuiet, CoreT is |x|: AllCore for any bound.
+    return gelu_math::kCoreQuiet || AllCore(d, a, b, hn::Set(d, below));
   }
   template <class D>
   static HWY_INLINE hn::Vec<D> Value(D d, hn::Vec<D> x) {
