@@ -76,3 +76,22 @@ def test_update_adds_a_missing_table_before_the_namespace_end(tmp_path):
 def test_bad_arguments_are_refused(args, message):
     r = _run(*args)
     assert r.returncode == 2 and message in r.stderr
+
+
+def test_wide_tables_are_whole_blocks_a_form(tmp_path):
+    """The wide core's file (--wide) is one the update can edit: each form's
+    Value, Grad and Width tables parse as blocks, and refitting one form
+    leaves the others' lines as they were."""
+    wide = os.path.join(REPO, "src", "cpu", "gelu_coefficients_w32.h")
+    lines = open(wide).read().split("\n")
+    names = set(_tool().blocks(lines))
+    assert names == {"k%s%sW32" % (f, t) for f in ("Erf", "Tanh", "Quick")
+                     for t in ("Value", "Grad", "Width")}
+    out = tmp_path / "w32.h"
+    shutil.copy(wide, out)
+    r = _run("--wide", "--forms", "tanh", "--update", "--output", str(out))
+    assert r.returncode == 0, r.stderr
+    after = open(out).read().split("\n")
+    old, new = _tool().blocks(lines), _tool().blocks(after)
+    for name in names - {"kTanhValueW32", "kTanhGradW32", "kTanhWidthW32"}:
+        assert lines[slice(*old[name])] == after[slice(*new[name])], name
