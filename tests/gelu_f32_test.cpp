@@ -1,8 +1,9 @@
 // The scalar f32 method (src/math/gelu_f32.hpp), which the CUDA kernels
 // run, compiled here for the host:
 //  * the same bits as the CPU's SIMD math on every FMA target this CPU
-//    runs, with the core of that target (16 intervals on AVX-512, 8 on
-//    AVX2), for every form, for f32 results and for the bf16/f16 core;
+//    runs, with the core of that target (32 intervals on AVX-512, 8 on
+//    AVX2, 16 elsewhere and for AVX-512's bf16/f16 results), for every
+//    form, for f32 results and for the bf16/f16 core;
 //    the erf tail's 1/t^2 differs in method (a quotient here, an
 //    approximate reciprocal and a Newton step there), so there the two may
 //    differ by one ulp, and no more;
@@ -58,7 +59,8 @@ int TargetMath(Approx form, bool half, const float* x, size_t n, float* v, float
   };
   ::gelu::math::visit_form(
       form, [&](auto f) { run(typename FormMath<decltype(f)::value>::type{}); });
-  return kNarrowCore ? 8 : 16;
+  // The bf16/f16 results keep 16 intervals where f32 takes the wide core.
+  return half && kCoreIntervals == 32 ? 16 : int(kCoreIntervals);
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)
@@ -159,23 +161,28 @@ struct WorstError {
   }
 };
 
+// The scalar method's interval counts: 16, 8 and, for f32 results, 32.
+constexpr int kCoreCounts[] = {16, 8, 32};
+
 template <Approx F, bool kHalf>
 void check_form() {
   const std::vector<float>& x = inputs();
-  std::vector<float> sv[2], sg[2];  // [0]: 16 intervals, [1]: 8
+  constexpr int kCores = kHalf ? 2 : 3;
+  std::vector<float> sv[3], sg[3];  // kCoreCounts' order
   scalar_math<F, kHalf, 16>(x, sv[0], sg[0]);
   scalar_math<F, kHalf, 8>(x, sv[1], sg[1]);
+  if constexpr (!kHalf) scalar_math<F, kHalf, 32>(x, sv[2], sg[2]);
 
   // Against the reference, f32 results only (the bf16/f16 core's 2^-17 is
   // checked through the ops' results).
   if (!kHalf) {
-    for (int c = 0; c < 2; ++c) {
+    for (int c = 0; c < kCores; ++c) {
       WorstError<F> worst;
       for (size_t i = 0; i < x.size(); ++i) worst.add(x[i], sv[c][i], sg[c][i]);
       std::printf(
           "[ gelu_f32 ] %-5s %2d intervals: value %.3f ulp (x=%a), grad %.3f "
           "ulp (x=%a)\n",
-          form_name(F), c == 0 ? 16 : 8, worst.value, worst.at_value, worst.grad,
+          form_name(F), kCoreCounts[c], worst.value, worst.at_value, worst.grad,
           worst.at_grad);
       worst.expect_within_contract();
     }
@@ -192,8 +199,12 @@ void check_form() {
                                            tg.data(), &fma);
     if (!fma) continue;
     ++compared;
-    const int c = kn == 16 ? 0 : 1;
-    const float tail_start = kn == 16 ? 3.875f : 4.0f;
+    const int c = int(std::find(std::begin(kCoreCounts), std::end(kCoreCounts), kn) -
+                      std::begin(kCoreCounts));
+    ASSERT_LT(c, kCores) << "no scalar core of " << kn << " intervals";
+    const float tail_start = kn == 16  ? math::kCoreEnd<F, kHalf, 16>
+                             : kn == 8 ? math::kCoreEnd<F, kHalf, 8>
+                                       : math::kCoreEnd<F, false, 32>;
     uint64_t differ = 0, tail_differ = 0;
     float first = 0;
     for (size_t i = 0; i < x.size(); ++i) {
@@ -222,26 +233,28 @@ void check_form() {
   if (compared == 0) std::printf("[ gelu_f32 ] no FMA target on this CPU to compare\n");
 }
 
-// The narrow core (AVX2's) on every f32 input it takes with |x| >= 2^-4:
-// within the contract against the reference, and, where this CPU runs an
-// 8-interval FMA target, the same bits as that target's SIMD math. The
-// sampled sets above miss the worst inputs by up to 0.1 ulp; the core's
-// interval ends and expansion points (tools/fit/fit_gelu.py --narrow) are
-// chosen on this whole range.
-template <Approx F>
-void check_narrow_core_everywhere() {
-  const uint32_t first = f32_bits(0x1p-4f), end = f32_bits(math::kTailStart<8>);
+// A core of kN intervals (8: AVX2's narrow core, 32: AVX-512's wide one)
+// on every f32 input it takes with |x| >= 2^-4: within the contract against
+// the reference, and, where this CPU runs an FMA target with that core,
+// the same bits as that target's SIMD math. The sampled sets above miss
+// the worst inputs by up to 0.1 ulp; the narrow core's interval ends and
+// expansion points (tools/fit/fit_gelu.py --narrow) are chosen on this
+// whole range, and the wide core's widths.
+template <Approx F, int kN>
+void check_core_everywhere() {
+  const uint32_t first = f32_bits(0x1p-4f),
+                 end = f32_bits(math::kCoreEnd<F, false, kN>);
   const std::string before = simd_target();
-  int64_t narrow = -1;
+  int64_t with_core = -1;
   for (const cpu::Target& target : cpu::runnable_targets()) {
     cpu::pin_target(target.bit);
     bool fma = false;
     float v0, g0, x0 = 1.0f;
-    if (cpu::DispatchTargetMath(F, false, &x0, 0, &v0, &g0, &fma) == 8 && fma)
-      narrow = target.bit;
+    if (cpu::DispatchTargetMath(F, false, &x0, 0, &v0, &g0, &fma) == kN && fma)
+      with_core = target.bit;
   }
   set_simd_target(before);
-  if (narrow >= 0) cpu::pin_target(narrow);
+  if (with_core >= 0) cpu::pin_target(with_core);
   constexpr size_t kChunk = 1 << 20;
   std::vector<float> x(kChunk), tv(kChunk), tg(kChunk);
   WorstError<F> worst;
@@ -250,15 +263,15 @@ void check_narrow_core_everywhere() {
     for (uint32_t u = first; u < end; u += kChunk) {
       const size_t n = std::min<size_t>(kChunk, end - u);
       for (size_t i = 0; i < n; ++i) x[i] = f32_from_bits((u + uint32_t(i)) | sign);
-      if (narrow >= 0) {
+      if (with_core >= 0) {
         bool fma = false;
         cpu::DispatchTargetMath(F, false, x.data(), (n + 15) / 16 * 16, tv.data(),
                                 tg.data(), &fma);
       }
       for (size_t i = 0; i < n; ++i) {
         float v, g;
-        math::value_and_grad<F, false, 8>(x[i], v, g);
-        if (narrow >= 0 && !(same_bits(v, tv[i]) && same_bits(g, tg[i]))) ++differ;
+        math::value_and_grad<F, false, kN>(x[i], v, g);
+        if (with_core >= 0 && !(same_bits(v, tv[i]) && same_bits(g, tg[i]))) ++differ;
         worst.add(x[i], v, g);
       }
       checked += n;
@@ -266,11 +279,13 @@ void check_narrow_core_everywhere() {
   }
   set_simd_target(before);
   std::printf(
-      "[ gelu_f32 ] %-5s narrow core, every |x| in [2^-4, 4): value %.3f ulp (x=%a), "
+      "[ gelu_f32 ] %-5s %d intervals, every |x| in [2^-4, %g): value %.3f ulp (x=%a), "
       "grad %.3f ulp (x=%a), %llu inputs, %s\n",
-      form_name(F), worst.value, worst.at_value, worst.grad, worst.at_grad,
+      form_name(F), kN, double(math::kCoreEnd<F, false, kN>), worst.value,
+      worst.at_value, worst.grad, worst.at_grad,
       static_cast<unsigned long long>(checked),
-      narrow >= 0 ? "the same bits as the SIMD math" : "no 8-interval target here");
+      with_core >= 0 ? "the same bits as the SIMD math"
+                     : "no target with this core here");
   worst.expect_within_contract();
   EXPECT_EQ(differ, 0u) << form_name(F)
                         << ": the scalar method and the SIMD math differ";
@@ -280,7 +295,11 @@ void check_narrow_core_everywhere() {
 class GeluF32Form : public ::testing::TestWithParam<Approx> {};
 TEST_P(GeluF32Form, NarrowCoreEveryInput) {
   math::visit_form(GetParam(),
-                   [](auto f) { check_narrow_core_everywhere<decltype(f)::value>(); });
+                   [](auto f) { check_core_everywhere<decltype(f)::value, 8>(); });
+}
+TEST_P(GeluF32Form, WideCoreEveryInput) {
+  math::visit_form(GetParam(),
+                   [](auto f) { check_core_everywhere<decltype(f)::value, 32>(); });
 }
 TEST_P(GeluF32Form, MatchesTheCpuAndTheReference) {
   math::visit_form(GetParam(), [](auto f) { check_form<decltype(f)::value, false>(); });

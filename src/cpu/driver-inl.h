@@ -449,10 +449,22 @@ template <class S>
 constexpr bool kDenseBlocks = false;
 #endif
 inline constexpr size_t kDenseSteps = 4;
-// A pair with more than this many vectors' worth of tail lanes runs the
+// A pair with more than this many tail lanes (of 2 * lanes) runs the
 // blended math in place instead (deferring costs a fixed amount per pair
-// on top of the core; the blended math costs the tail for every lane).
-inline constexpr size_t kDeferLanes = 1;
+// on top of the core; the blended math costs the tail for every lane, and
+// the core for every vector not wholly in the tail): more than a vector's
+// worth, or with AVX-512's wide core only a pair wholly in the tail. Its
+// core reaches far enough that a pair of mostly tail lanes (x in
+// [-10, -4]) still holds core lanes, and the blended math then ran both
+// paths on both vectors.
+template <class DF>
+constexpr size_t BlendAbove(DF) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  return 2 * hn::MaxLanes(DF()) - 1;
+#else
+  return hn::MaxLanes(DF());
+#endif
+}
 // A deferred pair runs the core on its tail lanes too (their results are
 // replaced), so that it shares one core computation with the all-core
 // pairs. Below this |x| that is quiet; from it on (and for inf and NaN)
@@ -571,7 +583,7 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def, bool f
   } else if (!kDeferTails ||
              hn::CountTrue(df, Math::IsTail(df, xa)) +
                      hn::CountTrue(df, Math::IsTail(df, xb)) >
-                 kDeferLanes * hn::Lanes(df) ||
+                 BlendAbove(df) ||
              !Math::Quiet(df, xa, xb, kDeferBelow)) {
     core = false;
     Compute<Math, F>(df, xa, x2a, dya, outa, out2a, vala);

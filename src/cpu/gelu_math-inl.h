@@ -21,8 +21,13 @@
 //    truncated (so the first is a whole one), one permute a coefficient,
 //    degree 7 (5 for bf16/f16), t < 4, each interval expanded at the point
 //    that keeps its f32 rounding smallest (gelu_coefficients_n8.h,
-//    tools/fit/fit_gelu.py --narrow).
-//  * Tail, t >= 3.875 (4 on AVX2) and inf/NaN, taken only when a vector
+//    tools/fit/fit_gelu.py --narrow). AVX-512's f32 results run the wide
+//    core: 32 intervals, whose lookup (vpermt2ps, two registers) costs what
+//    16 do, of the form's width (erf 3/16, tanh 5/32, quick 5/16), degree
+//    6, so the tail takes over at 31.4375 widths: 5.89, 4.91, 9.82
+//    (gelu_coefficients_w32.h, tools/fit/fit_gelu.py --wide).
+//  * Tail, t >= the core's end (3.875 with 16 intervals, 4 with 8, the
+//    form's with 32) and inf/NaN, taken only when a vector
 //    holds such a lane: e^-A with A computed as a double-float (the square
 //    split exactly with FMA / Veltkamp), scaled by 2^(n+64) and 2^-64 so
 //    that subnormal results round once. Erf: A = t^2/2 + ln sqrt(2 pi), times the Mills
@@ -56,6 +61,7 @@
 
 #include "cpu/gelu_coefficients.h"
 #include "cpu/gelu_coefficients_n8.h"
+#include "cpu/gelu_coefficients_w32.h"
 #include "gelu/gelu.hpp"
 #include "hwy/highway.h"
 
@@ -71,17 +77,23 @@ namespace gelu_math {
 // (the only place they live); the hand-set constants below.
 using namespace ::gelu::cpu::gelu_coefficients;  // NOLINT(google-build-using-namespace)
 
-// The core's shape for kN intervals of width 4/kN (1/4 or 1/2, so k times
-// the width is exact). 16 intervals: k = t / width rounded, interval k =
-// [k - 1/2, k + 1/2] widths, the tail from 3.875. 8 (the narrow core): k =
-// t / width truncated, interval k = [k, k + 1] widths, so the first is a
-// whole one and the tail starts at 4.
-template <size_t kN>
+// The core's shape for kN intervals. 16 intervals of width 1/4: k = t /
+// width rounded, interval k = [k - 1/2, k + 1/2] widths, the tail from
+// 3.875. 8 (the narrow core) of width 1/2: k = t / width truncated, interval
+// k = [k, k + 1] widths, so the first is a whole one and the tail starts at
+// 4; kS is the form's expansion points. 32 (the wide core): as 16, of the
+// form's width kS[0] (kS[1] its reciprocal rounded), the tail from 31.4375
+// widths: 1/16 of a width short of the last interval's end, so that t /
+// width rounded with the rounded reciprocal stays below 32 (a form's width,
+// and k times it, are exact in f32).
+template <size_t kN, const float* kS>
 struct CoreShape {
-  static_assert(kN == 8 || kN == 16, "fitted interval counts");
-  static constexpr float kInvWidth = kN / 4.0f;
-  static constexpr float kWidth = 4.0f / kN;
-  static constexpr float kTailStart = kN == 8 ? 4.0f : (kN - 0.5f) * kWidth;
+  static_assert(kN == 8 || kN == 16 || kN == 32, "fitted interval counts");
+  static constexpr float kInvWidth = kN == 32 ? kS[1] : kN / 4.0f;
+  static constexpr float kWidth = kN == 32 ? kS[0] : 4.0f / kN;
+  static constexpr float kTailStart = kN == 8    ? 4.0f
+                                      : kN == 32 ? 31.4375f * kWidth
+                                                 : (kN - 0.5f) * kWidth;
 };
 inline constexpr float kLog2e = 1.44269504088896341f;
 // Above these t the form's gelu(-t) and gelu'(-t) underflow to zero and
@@ -109,9 +121,16 @@ HWY_INLINE VecD<D> Lookup(D d, const float* HWY_RESTRICT row, VecI<D> kbits) {
     return VecD<D>{_mm256_permutevar8x32_ps(hn::Load(d, row).raw, kbits.raw)};
   }
 #endif
-  if constexpr (kN == 8) {
+  if constexpr (kN == 8 || kN == 32) {
     const hn::RebindToSigned<D> di;
-    return hn::GatherIndex(d, row, hn::And(kbits, hn::Set(di, 7)));
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    if constexpr (kN == 32 && hn::MaxLanes(D()) == 16) {
+      // vpermt2ps: 32 entries in two registers, the low 5 index bits.
+      return VecD<D>{_mm512_permutex2var_ps(hn::Load(d, row).raw, kbits.raw,
+                                            hn::Load(d, row + 16).raw)};
+    }
+#endif
+    return hn::GatherIndex(d, row, hn::And(kbits, hn::Set(di, int32_t(kN - 1))));
   }
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   if constexpr (hn::MaxLanes(D()) == 16) {
@@ -224,10 +243,10 @@ HWY_INLINE void ExpNeg(D d, VecD<D> ah, VecD<D> al, VecD<D>& q, VecD<D>& scale) 
 // where it raises no flag (kCoreQuiet); far out, the polynomials would
 // overflow, which a caller may have unmasked. Elsewhere the driver keeps
 // such lanes from the core (its kDeferBelow).
-template <size_t kN, class D>
+template <class Shape, class D>
 HWY_INLINE VecD<D> CoreT(D d, VecD<D> x) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-  const auto cap = hn::Set(d, CoreShape<kN>::kTailStart);
+  const auto cap = hn::Set(d, Shape::kTailStart);
   if constexpr (hn::MaxLanes(D()) == 16) {
     return VecD<D>{_mm512_range_ps(x.raw, cap.raw, 0x0A)};
   } else if constexpr (hn::MaxLanes(D()) == 8) {
@@ -251,17 +270,17 @@ inline constexpr bool kCoreQuiet = false;
 // [0, kTailStart) of the kN intervals (a lane past it computes results the
 // caller replaces). Table rows: c0 hi, [c0 lo when kLo,] c1..c<kDeg>;
 // Horner in r, the c0 lo added last before c0 hi. The narrow core (kN = 8)
-// expands interval k at centre[k]: 0 for k = 0, else the point whose f32
+// expands interval k at kS[k]: 0 for k = 0, else the point whose f32
 // evaluation rounds least (tools/fit/fit_gelu.py, narrow_centres), within
-// a factor 2 of every t of the interval, so r = t - centre[k] is exact
-// (Sterbenz).
-template <int kDeg, bool kLo, size_t kN, class D>
+// a factor 2 of every t of the interval, so r = t - kS[k] is exact
+// (Sterbenz). The others expand interval k at k widths.
+template <int kDeg, bool kLo, size_t kN, const float* kS, class D>
 HWY_INLINE void Core(D d, VecD<D> x, const float (*tv)[kN], const float (*tg)[kN],
-                     const float* centre, VecD<D>& v, VecD<D>& g) {
+                     VecD<D>& v, VecD<D>& g) {
   static_assert(kDeg >= 2, "Horner below starts from c_deg r + c_(deg-1)");
-  using Shape = CoreShape<kN>;
+  using Shape = CoreShape<kN, kS>;
   const hn::RebindToSigned<D> di;
-  const auto t = CoreT<kN>(d, x);
+  const auto t = CoreT<Shape>(d, x);
   VecD<D> r;
   VecI<D> k;
   if constexpr (kN == 8) {
@@ -279,9 +298,8 @@ HWY_INLINE void Core(D d, VecD<D> x, const float (*tv)[kN], const float (*tg)[kN
 #else
     k = hn::ConvertTo(di, y);
 #endif
-    r = hn::Sub(t, Lookup<kN>(d, centre, k));
+    r = hn::Sub(t, Lookup<kN>(d, kS, k));
   } else {
-    (void)centre;
     // k = round(t / width) in the low mantissa bits of 2^23 + t / width;
     // r = t - k width, exact.
     const auto magic = hn::Set(d, 8388608.0f);
@@ -362,7 +380,7 @@ struct ErfTail {
     const auto w0 = hn::ApproximateReciprocal(h);
     const auto w = hn::MulAdd(w0, hn::NegMulAdd(h, w0, one), w0);
     const auto C = [&](int j) {
-      return hn::Set(d, kN == 16 ? kErfTail[j] : kErfTailN8[j]);
+      return hn::Set(d, kN == 8 ? kErfTailN8[j] : kErfTail[j]);
     };
     auto pw = hn::MulAdd(C(5), w, C(4));
     pw = hn::MulAdd(pw, w, C(3));
@@ -466,22 +484,24 @@ enum class Lanes { kAny, kCore, kTail };
 // Both value and grad; callers that use one get the other removed as dead
 // code, so Value/Grad/ValueAndGrad compute bit-identical results, and so do
 // the three Lanes modes on the lanes each covers.
-template <class Tail, int kDeg, bool kLo, Lanes kLanes, size_t kN, class D>
+template <class Tail, int kDeg, bool kLo, Lanes kLanes, size_t kN, const float* kS,
+          class D>
 HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[kN], const float (*tg)[kN],
-                     const float* shift, VecD<D>& value, VecD<D>& grad) {
+                     VecD<D>& value, VecD<D>& grad) {
+  using Shape = CoreShape<kN, kS>;
   const auto t = hn::Abs(x);
   if constexpr (kLanes == Lanes::kCore) {
     VecD<D> v, g;
-    Core<kDeg, kLo>(d, x, tv, tg, shift, v, g);
+    Core<kDeg, kLo, kN, kS>(d, x, tv, tg, v, g);
     FinishCore(d, x, v, g, value, grad);
     return;
   }
   // false for NaN
-  const auto in_core = hn::Lt(t, hn::Set(d, CoreShape<kN>::kTailStart));
+  const auto in_core = hn::Lt(t, hn::Set(d, Shape::kTailStart));
   if constexpr (kLanes == Lanes::kAny) {
     if (HWY_LIKELY(hn::AllTrue(d, in_core))) {
       VecD<D> v, g;
-      Core<kDeg, kLo>(d, x, tv, tg, shift, v, g);
+      Core<kDeg, kLo, kN, kS>(d, x, tv, tg, v, g);
       FinishCore(d, x, v, g, value, grad);
       return;
     }
@@ -493,7 +513,7 @@ HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[kN], const float (*tg)[kN
   // would raise a flag below its start, at its start.
   auto tt = MinKeepNaN(d, hn::Set(d, Tail::kTmax), t);
   if constexpr (kLanes == Lanes::kAny && !Tail::kQuietInCore) {
-    tt = MaxKeepNaN(d, hn::Set(d, CoreShape<kN>::kTailStart), tt);
+    tt = MaxKeepNaN(d, hn::Set(d, Shape::kTailStart), tt);
   }
   Tail::template Eval<kN>(d, tt, vs, gs);
   FinishTail(d, x, vs, gs, value, grad);
@@ -501,7 +521,7 @@ HWY_INLINE void Eval(D d, VecD<D> x, const float (*tv)[kN], const float (*tg)[kN
   if (hn::AllFalse(d, in_core)) return;
   const auto xs = hn::IfThenElseZero(in_core, x);
   VecD<D> v, g, cv, cg;
-  Core<kDeg, kLo>(d, xs, tv, tg, shift, v, g);
+  Core<kDeg, kLo, kN, kS>(d, xs, tv, tg, v, g);
   FinishCore(d, xs, v, g, cv, cg);
   value = hn::IfThenElse(in_core, cv, value);
   grad = hn::IfThenElse(in_core, cg, grad);
@@ -524,12 +544,14 @@ struct GeluMathImpl {
       GeluMathImpl<Tail, kN, kV, kG, kS, kDeg, kLo, gelu_math::Lanes::kCore>;
   using TailOnly =
       GeluMathImpl<Tail, kN, kV, kG, kS, kDeg, kLo, gelu_math::Lanes::kTail>;
-  // Where the tail path takes over: 3.875 (16 intervals) or 4 (8).
-  static constexpr float kTailStart = gelu_math::CoreShape<kN>::kTailStart;
+  // Where the tail path takes over: 3.875 (16 intervals), 4 (8) or the
+  // form's (32).
+  using Shape = gelu_math::CoreShape<kN, kS>;
+  static constexpr float kTailStart = Shape::kTailStart;
   // Lanes that need the tail path: |x| >= kTailStart, inf, NaN.
   template <class D>
   static HWY_INLINE hn::Mask<D> IsTail(D d, hn::Vec<D> x) {
-    return hn::Not(hn::Lt(gelu_math::CoreT<kN>(d, x), hn::Set(d, kTailStart)));
+    return hn::Not(hn::Lt(gelu_math::CoreT<Shape>(d, x), hn::Set(d, kTailStart)));
   }
   // Whether every lane of a and b has |x| < below (false for NaN), for
   // below <= kTailStart or wherever CoreT is |x|: with below =
@@ -539,8 +561,8 @@ struct GeluMathImpl {
   // (always with kCoreQuiet, else below the driver's kDeferBelow).
   template <class D>
   static HWY_INLINE bool AllCore(D d, hn::Vec<D> a, hn::Vec<D> b, hn::Vec<D> below) {
-    return hn::AllTrue(d, hn::And(hn::Lt(gelu_math::CoreT<kN>(d, a), below),
-                                  hn::Lt(gelu_math::CoreT<kN>(d, b), below)));
+    return hn::AllTrue(d, hn::And(hn::Lt(gelu_math::CoreT<Shape>(d, a), below),
+                                  hn::Lt(gelu_math::CoreT<Shape>(d, b), below)));
   }
   template <class D>
   static HWY_INLINE bool Quiet(D d, hn::Vec<D> a, hn::Vec<D> b, float below) {
@@ -550,88 +572,107 @@ struct GeluMathImpl {
   template <class D>
   static HWY_INLINE hn::Vec<D> Value(D d, hn::Vec<D> x) {
     hn::Vec<D> v, g;
-    gelu_math::Eval<Tail, kDeg, kLo, kLanes>(d, x, kV, kG, kS, v, g);
+    gelu_math::Eval<Tail, kDeg, kLo, kLanes, kN, kS>(d, x, kV, kG, v, g);
     return v;
   }
   template <class D>
   static HWY_INLINE hn::Vec<D> Grad(D d, hn::Vec<D> x) {
     hn::Vec<D> v, g;
-    gelu_math::Eval<Tail, kDeg, kLo, kLanes>(d, x, kV, kG, kS, v, g);
+    gelu_math::Eval<Tail, kDeg, kLo, kLanes, kN, kS>(d, x, kV, kG, v, g);
     return g;
   }
   template <class D>
   static HWY_INLINE void ValueAndGrad(D d, hn::Vec<D> x, hn::Vec<D>& value,
                                       hn::Vec<D>& grad) {
-    gelu_math::Eval<Tail, kDeg, kLo, kLanes>(d, x, kV, kG, kS, value, grad);
+    gelu_math::Eval<Tail, kDeg, kLo, kLanes, kN, kS>(d, x, kV, kG, value, grad);
   }
 };
 
-// A form: the f32 math (c0 in hi + lo: the f32 contract) and, as
+// A form: the f32 math (F32: c0 in hi + lo, the f32 contract) and, as
 // ForBf16F16, the math for results that are rounded to bf16 or f16: a lower
 // degree without c0 lo. Its fit error, at most 2^-17 relative
 // (tools/fit/fit_gelu.py), is below 1/64 ulp of f16 and 1/256 ulp of bf16,
 // so those results stay within their 1-ulp contract; the tail path is the
 // same exact one.
-template <class Tail, size_t kN, const float* kS, const float (*kV)[kN],
-          const float (*kG)[kN], int kDeg, const float (*kV16)[kN],
-          const float (*kG16)[kN], int kDeg16>
-struct GeluForm : GeluMathImpl<Tail, kN, kV, kG, kS, kDeg, true> {
-  using ForBf16F16 = GeluMathImpl<Tail, kN, kV16, kG16, kS, kDeg16, false>;
+template <class F32, class Half>
+struct GeluForm : F32 {
+  using ForBf16F16 = Half;
 };
 
-// Each target's core. 16 intervals of width 1/4, degree 6 (4 for 16-bit
-// results): one permute a coefficient on AVX-512, a 16-byte table shuffle
-// or a gather elsewhere. On AVX2 a 16-entry lookup takes two 8-lane
-// permutes and a blend, so AVX2 runs 8 intervals of width 1/2 at a degree
-// more (7; 5 for 16-bit results): 9 permutes a value instead of 24 ops.
+// Each target's core, in the number of intervals a permute of one register
+// or two looks up:
+//  * AVX-512, 32 (the wide core): vpermt2ps costs what a 16-entry permute
+//    does, so the f32 core reaches 4.9-9.8 (the form's width,
+//    gelu_coefficients_w32.h) at the 16 intervals' degree 6, and fewer
+//    lanes take the tail. The bf16/f16 results keep 16 intervals of width
+//    1/4, degree 4 (at 32 their lower degree would not reach 2^-17).
+//  * AVX2, 8 (the narrow core): a 16-entry lookup takes two 8-lane permutes
+//    and a blend, so 8 intervals of width 1/2 at a degree more (7; 5 for
+//    16-bit results): 9 permutes a value instead of 24 ops.
+//  * The others, 16 intervals of width 1/4, degree 6 (4 for 16-bit
+//    results): a 16-byte table shuffle or a gather.
 #if HWY_TARGET == HWY_AVX2
-inline constexpr bool kNarrowCore = true;
+inline constexpr size_t kCoreIntervals = 8;
+#elif HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+inline constexpr size_t kCoreIntervals = 32;
 #else
-inline constexpr bool kNarrowCore = false;
+inline constexpr size_t kCoreIntervals = 16;
 #endif
 
 template <class Tail, const float (*kV)[16], const float (*kG)[16],
           const float (*kV16)[16], const float (*kG16)[16], const float* kSN,
           const float (*kVN)[8], const float (*kGN)[8], const float (*kVN16)[8],
-          const float (*kGN16)[8]>
+          const float (*kGN16)[8], const float* kSW, const float (*kVW)[32],
+          const float (*kGW)[32]>
 using GeluFormFor = std::conditional_t<
-    kNarrowCore, GeluForm<Tail, 8, kSN, kVN, kGN, 7, kVN16, kGN16, 5>,
-    GeluForm<Tail, 16, nullptr, kV, kG, 6, kV16, kG16, 4>>;
+    kCoreIntervals == 8,
+    GeluForm<GeluMathImpl<Tail, 8, kVN, kGN, kSN, 7, true>,
+             GeluMathImpl<Tail, 8, kVN16, kGN16, kSN, 5, false>>,
+    std::conditional_t<
+        kCoreIntervals == 32,
+        GeluForm<GeluMathImpl<Tail, 32, kVW, kGW, kSW, 6, true>,
+                 GeluMathImpl<Tail, 16, kV16, kG16, nullptr, 4, false>>,
+        GeluForm<GeluMathImpl<Tail, 16, kV, kG, nullptr, 6, true>,
+                 GeluMathImpl<Tail, 16, kV16, kG16, nullptr, 4, false>>>>;
 
 // GELU, erf form: x Phi(x), Phi(x) = erfc(-x/sqrt 2)/2; Grad = Phi + x phi.
 // Lanes: f32. Valid for every f32 input (NaN -> NaN, +-inf -> +inf/-0 and
-// 1/0). Max error: Value 1.25 (AVX3) / 1.42 (AVX2, the narrow core) / 1.42
-// (SSE4, SSSE3, SCALAR) ULP; Grad 1.41 / 1.41 / 1.51 ULP of |Phi| + |x phi|.
-// The narrow core's figures are exhaustive over |x| in [2^-12, 4)
-// (docs/notes/simd-targets-log.md, "The narrow core to 4").
+// 1/0). Max error: Value 1.38 (AVX3, the wide core) / 1.42 (AVX2, the
+// narrow core) / 1.42 (SSE4, SSSE3, SCALAR) ULP; Grad 1.32 / 1.41 / 1.51 ULP
+// of |Phi| + |x phi|. The narrow core's figures are exhaustive over |x| in
+// [2^-12, 4), the wide core's over [2^-4, 5.89) (docs/notes/simd-targets-log.md,
+// "The narrow core to 4"; docs/notes/cpu-kernels-log.md, "The wide core").
 struct GeluErfMath
     : GeluFormFor<gelu_math::ErfTail, gelu_math::kErfValue, gelu_math::kErfGrad,
                   gelu_math::kErfValueBf16F16, gelu_math::kErfGradBf16F16,
                   gelu_math::kErfCentreN8, gelu_math::kErfValueN8,
                   gelu_math::kErfGradN8, gelu_math::kErfValueN8Bf16F16,
-                  gelu_math::kErfGradN8Bf16F16> {};
+                  gelu_math::kErfGradN8Bf16F16, gelu_math::kErfWidthW32,
+                  gelu_math::kErfValueW32, gelu_math::kErfGradW32> {};
 
 // GELU, tanh form: x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3); Grad
 // is its exact derivative. Lanes: f32. Valid for every f32 input.
-// Max error: Value 1.30 / 1.64 / 1.49 ULP; Grad 1.47 / 1.54 / 1.58 ULP of
+// Max error: Value 1.27 / 1.64 / 1.49 ULP; Grad 1.37 / 1.54 / 1.58 ULP of
 // |s| + |x s'| (AVX3 / AVX2 / the others).
 struct GeluTanhMath
     : GeluFormFor<gelu_math::TanhTail, gelu_math::kTanhValue, gelu_math::kTanhGrad,
                   gelu_math::kTanhValueBf16F16, gelu_math::kTanhGradBf16F16,
                   gelu_math::kTanhCentreN8, gelu_math::kTanhValueN8,
                   gelu_math::kTanhGradN8, gelu_math::kTanhValueN8Bf16F16,
-                  gelu_math::kTanhGradN8Bf16F16> {};
+                  gelu_math::kTanhGradN8Bf16F16, gelu_math::kTanhWidthW32,
+                  gelu_math::kTanhValueW32, gelu_math::kTanhGradW32> {};
 
 // GELU, quick form: x sigmoid(1.702 x); Grad its exact derivative.
 // Lanes: f32. Valid for every f32 input.
-// Max error: Value 1.45 / 1.48 / 1.70 ULP; Grad 1.61 / 1.61 / 1.67 ULP of
+// Max error: Value 1.34 / 1.48 / 1.70 ULP; Grad 1.40 / 1.61 / 1.67 ULP of
 // |s| + |x s'| (AVX3 / AVX2 / the others).
 struct GeluQuickMath
     : GeluFormFor<gelu_math::QuickTail, gelu_math::kQuickValue, gelu_math::kQuickGrad,
                   gelu_math::kQuickValueBf16F16, gelu_math::kQuickGradBf16F16,
                   gelu_math::kQuickCentreN8, gelu_math::kQuickValueN8,
                   gelu_math::kQuickGradN8, gelu_math::kQuickValueN8Bf16F16,
-                  gelu_math::kQuickGradN8Bf16F16> {};
+                  gelu_math::kQuickGradN8Bf16F16, gelu_math::kQuickWidthW32,
+                  gelu_math::kQuickValueW32, gelu_math::kQuickGradW32> {};
 
 // The math of each form (GELU_FUSION_FORMS), for the driver's dispatch.
 template <Approx F>

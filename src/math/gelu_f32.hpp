@@ -35,6 +35,7 @@
 
 #include "cpu/gelu_coefficients.h"
 #include "cpu/gelu_coefficients_n8.h"
+#include "cpu/gelu_coefficients_w32.h"
 #include "gelu/gelu.hpp"
 #include "math/host_device.hpp"
 
@@ -197,6 +198,24 @@ GELU_CORE8(none, Erf)
 GELU_CORE8(tanh, Tanh)
 GELU_CORE8(quick, Quick)
 #undef GELU_CORE8
+
+// The wide core (host only: the CPU's AVX-512 target, f32 results), of the
+// form's width.
+#define GELU_CORE32(FORM, NAME)                                      \
+  template <>                                                        \
+  struct Core<Approx::FORM, false, 32> {                             \
+    static constexpr int kDeg = 6;                                   \
+    static constexpr bool kLo = true;                                \
+    static constexpr float kWidth = cf::k##NAME##WidthW32[0];        \
+    static constexpr float kInvWidth = cf::k##NAME##WidthW32[1];     \
+    static const float* v() { return &cf::k##NAME##ValueW32[0][0]; } \
+    static const float* g() { return &cf::k##NAME##GradW32[0][0]; }  \
+    static const float* centre() { return nullptr; }                 \
+  };
+GELU_CORE32(none, Erf)
+GELU_CORE32(tanh, Tanh)
+GELU_CORE32(quick, Quick)
+#undef GELU_CORE32
 #endif
 
 // ---------------------------------------------------------------------------
@@ -219,7 +238,7 @@ GELU_HD float erf_tail_coefficient(int j) {
                             cf::kErfTail[3], cf::kErfTail[4], cf::kErfTail[5]};
   constexpr float k8[6] = {cf::kErfTailN8[0], cf::kErfTailN8[1], cf::kErfTailN8[2],
                            cf::kErfTailN8[3], cf::kErfTailN8[4], cf::kErfTailN8[5]};
-  return kN == 16 ? k16[j] : k8[j];
+  return kN == 8 ? k8[j] : k16[j];
 }
 
 // Above these t the form's gelu(-t), gelu'(-t) underflow to zero and
@@ -272,12 +291,24 @@ GELU_HD float scale_from_magic(float km) {
   return float_from_bits((bits_of(km) + bias) << 23);
 }
 
+// The core's interval width and its reciprocal (C::kWidth: the wide core's,
+// of its form).
+template <class C, int kN>
+GELU_HD constexpr float core_width(bool inverse) {
+  if constexpr (kN == 32) {
+    return inverse ? C::kInvWidth : C::kWidth;
+  } else {
+    return inverse ? kN / 4.0f : 4.0f / kN;
+  }
+}
+
 // Core: V(t), G(t).
-// 16 intervals: k = t / width rounded, r = t - k width; 8: k = t / width
-// truncated, r = t - centre[k] (both exact; t < kTailStart<kN>).
+// 16 and 32 intervals: k = t / width rounded, r = t - k width; 8: k = t /
+// width truncated, r = t - centre[k] (both exact; t < kTailStart<kN>).
 template <class C, int kN>
 GELU_HD void core(float t, float& v, float& g) {
-  constexpr float kInvWidth = kN / 4.0f, kWidth = 4.0f / kN;
+  constexpr float kInvWidth = core_width<C, kN>(true),
+                  kWidth = core_width<C, kN>(false);
   float r;
   int k;
   if constexpr (kN == 8) {
@@ -388,16 +419,27 @@ GELU_HD void quick_tail(float t, float& vs, float& gs) {
 }
 
 // ---------------------------------------------------------------------------
-// Where the tail takes over: |x| >= this, inf and NaN (the CPU's CoreShape).
+// Where the tail takes over: |x| >= this, inf and NaN (the CPU's CoreShape;
+// the wide core's, 31.4375 widths, is its form's: kCoreEnd).
 template <int kN = 16>
 inline constexpr float kTailStart = kN == 8 ? 4.0f : (kN - 0.5f) * (4.0f / kN);
+template <Approx F, bool kHalf, int kN>
+GELU_HD constexpr float core_end() {
+  if constexpr (kN == 32) {
+    return 31.4375f * Core<F, kHalf, 32>::kWidth;
+  } else {
+    return kTailStart<kN>;
+  }
+}
+template <Approx F, bool kHalf, int kN>
+inline constexpr float kCoreEnd = core_end<F, kHalf, kN>();
 
 // gelu(x) and gelu'(x) of form F. kHalf: results to be rounded to bf16/f16.
-// kCoreOnly: the caller has checked |x| < kTailStart<kN> (no branch here).
+// kCoreOnly: the caller has checked |x| < kCoreEnd (no branch here).
 template <Approx F, bool kHalf = false, int kN = 16, bool kCoreOnly = false>
 GELU_HD void value_and_grad(float x, float& value, float& grad) {
   const float t = fabsf(x);
-  if (kCoreOnly || t < kTailStart<kN>) {  // false for NaN
+  if (kCoreOnly || t < kCoreEnd<F, kHalf, kN>) {  // false for NaN
     float v, g;
     core<Core<F, kHalf, kN>, kN>(t, v, g);
     value = sub_rn(x > 0.0f ? x : 0.0f, v);

@@ -76,13 +76,14 @@ std::vector<std::string> timing_rules(const Settings& s) {
   };
   return {
       "Inputs of the size sweep and the shapes: x ~ N(0, 1) (the GELU math's "
-      "tail path, x < -3.875, -4 on AVX2, is then rare), bias/b ~ U[-0.5, 0.5], "
+      "tail path, x < -3.875, -4 on AVX2, -5.89 for erf on AVX-512, is then rare), "
+      "bias/b ~ U[-0.5, 0.5], "
       "dy ~ U[-1, 1]; "
       "the same distributions for every contender.",
       "Input scales (gelu, gelu_backward, bias_gelu, bias_gelu_backward, f32): "
       "x ~ N(0, 1), N(0, 2), N(0, 3) with bias ~ N(0, 1), and tail-only: every "
-      "pre-activation in [-10, -4] (x ~ U[-10, -4]; bias ops x ~ "
-      "U[-9, -5], bias ~ U[-1, 1]); dy ~ U[-1, 1]. Trained models' "
+      "pre-activation in [-10, -6] (x ~ U[-10, -6]; bias ops x ~ "
+      "U[-9, -7], bias ~ U[-1, 1]); dy ~ U[-1, 1]. Trained models' "
       "pre-activations are often wider than N(0, 1).",
       "Warm-up: every contender runs once before it is timed; a sample repeats "
       "the call until it lasts >= 100 us and counts the mean per call.",

@@ -44,7 +44,7 @@ import sys
 import time
 
 MIN_SAMPLE_NS = 100e3
-TAIL_LO, TAIL_HI = -10.0, -4.0  # kTailLo, kTailHi (report_common.hpp)
+TAIL_LO, TAIL_HI = -10.0, -6.0  # kTailLo, kTailHi (report_common.hpp)
 SLOW_CALL_NS = 0.5e9  # as report_timing.hpp
 
 
