@@ -75,12 +75,12 @@ alignas(64) inline constexpr float kQuickGradW32[8][32] = {
     {-1.869928688e-01f, -6.261582673e-02f, 7.792658359e-02f, 7.833366841e-02f, 2.500206232e-02f, -5.138118286e-03f, -1.091740094e-02f, -7.978536189e-03f, -4.373285919e-03f, -2.028465271e-03f, -7.982872194e-04f, -2.261312620e-04f, 5.517853424e-06f, 8.048595191e-05f, 8.826171688e-05f, 7.686828030e-05f, 5.834868716e-05f, 4.223963333e-05f, 2.945951383e-05f, 1.993574915e-05f, 1.322852404e-05f, 8.650899872e-06f, 5.657982001e-06f, 3.632041853e-06f, 2.306108172e-06f, 1.455226197e-06f, 9.218049399e-07f, 5.794087770e-07f, 3.616622735e-07f, 2.243043014e-07f, 1.390942259e-07f, 8.668036600e-08f},
     {3.852650523e-02f, 9.625665843e-02f, 3.684495389e-02f, -2.543241531e-02f, -2.462375909e-02f, -7.996075787e-03f, 3.940551542e-04f, 2.088786568e-03f, 1.605120720e-03f, 9.084016783e-04f, 4.456692550e-04f, 1.890859712e-04f, 6.734728959e-05f, 1.386834538e-05f, -2.034613772e-06f, -9.735058484e-06f, -9.220365428e-06f, -7.797492799e-06f, -5.991215858e-06f, -4.279629138e-06f, -2.940040531e-06f, -1.931411589e-06f, -1.358881832e-06f, -8.879908933e-07f, -5.568755341e-07f, -3.448016628e-07f, -2.246614770e-07f, -1.458509331e-07f, -9.158615200e-08f, -5.603464359e-08f, -3.444425545e-08f, -2.243014485e-08f},
 };
-// kErfWidthW32: the width and its reciprocal; interval k is [k - 1/2, k + 1/2] widths, expanded at k widths
-inline constexpr float kErfWidthW32[2] = {1.875000000e-01f, 5.333333492e+00f};
-// kTanhWidthW32: the width and its reciprocal; interval k is [k - 1/2, k + 1/2] widths, expanded at k widths
-inline constexpr float kTanhWidthW32[2] = {1.562500000e-01f, 6.400000095e+00f};
-// kQuickWidthW32: the width and its reciprocal; interval k is [k - 1/2, k + 1/2] widths, expanded at k widths
-inline constexpr float kQuickWidthW32[2] = {3.125000000e-01f, 3.200000048e+00f};
+// kErfWidthW32: the width, its reciprocal and the core's end; interval k is [k - 1/2, k + 1/2] widths, expanded at k widths
+inline constexpr float kErfWidthW32[3] = {1.875000000e-01f, 5.333333492e+00f, 5.894531250e+00f};
+// kTanhWidthW32: the width, its reciprocal and the core's end; interval k is [k - 1/2, k + 1/2] widths, expanded at k widths
+inline constexpr float kTanhWidthW32[3] = {1.562500000e-01f, 6.400000095e+00f, 4.912109375e+00f};
+// kQuickWidthW32: the width, its reciprocal and the core's end; interval k is [k - 1/2, k + 1/2] widths, expanded at k widths
+inline constexpr float kQuickWidthW32[3] = {3.125000000e-01f, 3.200000048e+00f, 9.824218750e+00f};
 
 }  // namespace gelu::cpu::gelu_coefficients
 // clang-format on

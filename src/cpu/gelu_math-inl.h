@@ -82,17 +82,16 @@ using namespace ::gelu::cpu::gelu_coefficients;  // NOLINT(google-build-using-na
 // 3.875. 8 (the narrow core) of width 1/2: k = t / width truncated, interval
 // k = [k, k + 1] widths, so the first is a whole one and the tail starts at
 // 4; kS is the form's expansion points. 32 (the wide core): as 16, of the
-// form's width kS[0] (kS[1] its reciprocal rounded), the tail from 31.4375
-// widths: 1/16 of a width short of the last interval's end, so that t /
-// width rounded with the rounded reciprocal stays below 32 (a form's width,
-// and k times it, are exact in f32).
+// form's width kS[0] (kS[1] its reciprocal rounded), the tail from kS[2]
+// (31.4375 widths: t / width rounded with the rounded reciprocal stays
+// below 32; a form's width, and k times it, are exact in f32).
 template <size_t kN, const float* kS>
 struct CoreShape {
   static_assert(kN == 8 || kN == 16 || kN == 32, "fitted interval counts");
   static constexpr float kInvWidth = kN == 32 ? kS[1] : kN / 4.0f;
   static constexpr float kWidth = kN == 32 ? kS[0] : 4.0f / kN;
   static constexpr float kTailStart = kN == 8    ? 4.0f
-                                      : kN == 32 ? 31.4375f * kWidth
+                                      : kN == 32 ? kS[2]
                                                  : (kN - 0.5f) * kWidth;
 };
 inline constexpr float kLog2e = 1.44269504088896341f;

@@ -208,6 +208,7 @@ GELU_CORE8(quick, Quick)
     static constexpr bool kLo = true;                                \
     static constexpr float kWidth = cf::k##NAME##WidthW32[0];        \
     static constexpr float kInvWidth = cf::k##NAME##WidthW32[1];     \
+    static constexpr float kEnd = cf::k##NAME##WidthW32[2];          \
     static const float* v() { return &cf::k##NAME##ValueW32[0][0]; } \
     static const float* g() { return &cf::k##NAME##GradW32[0][0]; }  \
     static const float* centre() { return nullptr; }                 \
@@ -420,13 +421,13 @@ GELU_HD void quick_tail(float t, float& vs, float& gs) {
 
 // ---------------------------------------------------------------------------
 // Where the tail takes over: |x| >= this, inf and NaN (the CPU's CoreShape;
-// the wide core's, 31.4375 widths, is its form's: kCoreEnd).
+// the wide core's is its form's: kCoreEnd).
 template <int kN = 16>
 inline constexpr float kTailStart = kN == 8 ? 4.0f : (kN - 0.5f) * (4.0f / kN);
 template <Approx F, bool kHalf, int kN>
 GELU_HD constexpr float core_end() {
   if constexpr (kN == 32) {
-    return 31.4375f * Core<F, kHalf, 32>::kWidth;
+    return Core<F, kHalf, 32>::kEnd;
   } else {
     return kTailStart<kN>;
   }

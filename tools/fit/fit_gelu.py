@@ -80,6 +80,9 @@ T_TAIL_N = NINT_N * W_N  # 4.0
 # over later: erf at 5.91, tanh at 4.92 (its gate steepens as t^3), quick at
 # 9.84.
 NINT_W = 32
+# The tail takes over 1/16 of a width short of the last interval's end, so
+# that t / width rounded with the f32 reciprocal stays below NINT_W.
+W_END = NINT_W - 0.5 - 1 / 16
 W_WIDE = {'erf': 24 / 128, 'tanh': 20 / 128, 'quick': 40 / 128}
 
 
@@ -426,10 +429,10 @@ def wide_tables(print):
     core_tables(print, DEG, None, NINT_W, W_WIDE.get, 64, 'W32')
     for form in SELECTED:
         w = W_WIDE[form]
-        print('// k%sWidthW32: the width and its reciprocal; interval k is [k - 1/2,'
-              ' k + 1/2] widths, expanded at k widths' % form.capitalize())
-        print('inline constexpr float k%sWidthW32[2] = {%s, %s};'
-              % (form.capitalize(), fmt(w), fmt(f32(1 / w))))
+        print('// k%sWidthW32: the width, its reciprocal and the core\'s end; interval k'
+              ' is [k - 1/2, k + 1/2] widths, expanded at k widths' % form.capitalize())
+        print('inline constexpr float k%sWidthW32[3] = {%s, %s, %s};'
+              % (form.capitalize(), fmt(w), fmt(f32(1 / w)), fmt(W_END * w)))
 
 
 def blocks(lines):
