@@ -291,7 +291,46 @@ void check_core_everywhere() {
                         << ": the scalar method and the SIMD math differ";
 }
 
-// Every form of the library (GELU_FUSION_FORMS), one test each.
+// The narrow core's c0 is a single f32 (no lo part): each interval is
+// expanded at a centre where V and G lie within 1/64 ulp of an f32, and c0
+// is that f32 (tools/fit/fit_gelu.py, narrow_centres). V(c) = -gelu(-c),
+// G(c) = gelu'(-c), from the double reference.
+template <Approx F>
+void check_narrow_constants() {
+  using C = math::Core<F, false, 8>;
+  static_assert(!C::kLo, "the narrow core's c0 is one f32");
+  constexpr int kN = 8;
+  for (int k = 0; k < kN; ++k) {
+    const double c = C::centre()[k];
+    const ref::GradTerms terms = ref::gelu_bwd_terms(F, -c);
+    const double want[2] = {-ref::gelu_fwd(F, -c), terms.t1 + terms.t2};
+    const float got[2] = {C::v()[k], C::g()[k]};
+    for (int j = 0; j < 2; ++j) {
+      SCOPED_TRACE(std::string(form_name(F)) + (j == 0 ? " V" : " G") + ", interval " +
+                   std::to_string(k) + ", centre " + std::to_string(c));
+      EXPECT_EQ(got[j], static_cast<float>(want[j]));
+      if (want[j] != 0.0) {
+        const double ulp = std::ldexp(1.0, std::ilogb(got[j]) - 23);
+        EXPECT_LE(std::fabs(want[j] - double(got[j])), ulp / 64);
+      }
+    }
+  }
+}
+
+std::string FormParamName(const ::testing::TestParamInfo<Approx>& info) {
+  return approx_name(info.param);
+}
+
+// Every form of the library (GELU_FUSION_FORMS), one test each. The
+// narrow tables' check is quick (outside the slow label's GeluF32*).
+class NarrowCoreTables : public ::testing::TestWithParam<Approx> {};
+TEST_P(NarrowCoreTables, ConstantsAreExactAtTheCentres) {
+  math::visit_form(GetParam(),
+                   [](auto f) { check_narrow_constants<decltype(f)::value>(); });
+}
+INSTANTIATE_TEST_SUITE_P(Forms, NarrowCoreTables, ::testing::ValuesIn(kAllForms),
+                         FormParamName);
+
 class GeluF32Form : public ::testing::TestWithParam<Approx> {};
 TEST_P(GeluF32Form, NarrowCoreEveryInput) {
   math::visit_form(GetParam(),
@@ -308,9 +347,7 @@ TEST_P(GeluF32Form, HalfCoreMatchesTheCpu) {
   math::visit_form(GetParam(), [](auto f) { check_form<decltype(f)::value, true>(); });
 }
 INSTANTIATE_TEST_SUITE_P(Forms, GeluF32Form, ::testing::ValuesIn(kAllForms),
-                         [](const auto& info) {
-                           return std::string(approx_name(info.param));
-                         });
+                         FormParamName);
 
 }  // namespace
 }  // namespace gelu::testing

@@ -19,13 +19,14 @@
 //    AVX2 (8 lanes, where a 16-entry lookup is two permutes and a blend)
 //    runs the narrow core instead: 8 intervals [k/2, k/2 + 1/2], k = 2t
 //    truncated (so the first is a whole one), one permute a coefficient,
-//    degree 7 (5 for bf16/f16), t < 4, each interval expanded at the point
-//    that keeps its f32 rounding smallest (gelu_coefficients_n8.h,
-//    tools/fit/fit_gelu.py --narrow). AVX-512's f32 results run the wide
-//    core: 32 intervals, whose lookup (vpermt2ps, two registers) costs what
-//    16 do, of the form's width (erf 3/16, tanh 5/32, quick 5/16), degree
-//    6, so the tail takes over at 31.4375 widths: 5.89, 4.91, 9.82
-//    (gelu_coefficients_w32.h, tools/fit/fit_gelu.py --wide).
+//    degree 7 (5 for bf16/f16), t < 4, each interval expanded at a point
+//    where V and G are all but exact in f32 (so c0 is a single f32, one
+//    lookup fewer than hi + lo) and whose f32 rounding is smallest
+//    (gelu_coefficients_n8.h, tools/fit/fit_gelu.py --narrow). AVX-512's f32 results
+//    run the wide core: 32 intervals, whose lookup (vpermt2ps, two registers) costs
+//    what 16 do, of the form's width (erf 3/16, tanh 5/32, quick 5/16), degree 6, so
+//    the tail takes over at 31.4375 widths: 5.89, 4.91, 9.82 (gelu_coefficients_w32.h,
+//    tools/fit/fit_gelu.py --wide).
 //  * Tail, t >= the core's end (3.875 with 16 intervals, 4 with 8, the
 //    form's with 32) and inf/NaN, taken only when a vector
 //    holds such a lane: e^-A with A computed as a double-float (the square
@@ -269,7 +270,8 @@ inline constexpr bool kCoreQuiet = false;
 // [0, kTailStart) of the kN intervals (a lane past it computes results the
 // caller replaces). Table rows: c0 hi, [c0 lo when kLo,] c1..c<kDeg>;
 // Horner in r, the c0 lo added last before c0 hi. The narrow core (kN = 8)
-// expands interval k at kS[k]: 0 for k = 0, else the point whose f32
+// expands interval k at kS[k]: 0 for k = 0, else a point where V and G
+// round to f32 within 1/64 ulp (its c0 needs no lo) and whose f32
 // evaluation rounds least (tools/fit/fit_gelu.py, narrow_centres), within
 // a factor 2 of every t of the interval, so r = t - kS[k] is exact
 // (Sterbenz). The others expand interval k at k widths.
@@ -607,7 +609,9 @@ struct GeluForm : F32 {
 //    1/4, degree 4 (at 32 their lower degree would not reach 2^-17).
 //  * AVX2, 8 (the narrow core): a 16-entry lookup takes two 8-lane permutes
 //    and a blend, so 8 intervals of width 1/2 at a degree more (7; 5 for
-//    16-bit results): 9 permutes a value instead of 24 ops.
+//    16-bit results): 9 permutes a value (8 coefficients, c0 a single f32,
+//    and the centre) instead of 24 ops. The permutes, not the FMAs, bound
+//    the core's speed there.
 //  * The others, 16 intervals of width 1/4, degree 6 (4 for 16-bit
 //    results): a 16-byte table shuffle or a gather.
 #if HWY_TARGET == HWY_AVX2
@@ -625,7 +629,7 @@ template <class Tail, const float (*kV)[16], const float (*kG)[16],
           const float (*kGW)[32]>
 using GeluFormFor = std::conditional_t<
     kCoreIntervals == 8,
-    GeluForm<GeluMathImpl<Tail, 8, kVN, kGN, kSN, 7, true>,
+    GeluForm<GeluMathImpl<Tail, 8, kVN, kGN, kSN, 7, false>,
              GeluMathImpl<Tail, 8, kVN16, kGN16, kSN, 5, false>>,
     std::conditional_t<
         kCoreIntervals == 32,
@@ -639,8 +643,9 @@ using GeluFormFor = std::conditional_t<
 // 1/0). Max error: Value 1.38 (AVX3, the wide core) / 1.42 (AVX2, the
 // narrow core) / 1.42 (SSE4, SSSE3, SCALAR) ULP; Grad 1.32 / 1.41 / 1.51 ULP
 // of |Phi| + |x phi|. The narrow core's figures are exhaustive over |x| in
-// [2^-12, 4), the wide core's over [2^-4, 5.89) (docs/notes/simd-targets-log.md,
-// "The narrow core to 4"; docs/notes/cpu-kernels-log.md, "The wide core").
+// [2^-4, 4), the wide core's over [2^-4, 5.89) (docs/notes/simd-targets-log.md,
+// "The narrow core's c0 in one f32"; docs/notes/cpu-kernels-log.md, "The wide
+// core").
 struct GeluErfMath
     : GeluFormFor<gelu_math::ErfTail, gelu_math::kErfValue, gelu_math::kErfGrad,
                   gelu_math::kErfValueBf16F16, gelu_math::kErfGradBf16F16,
@@ -651,7 +656,7 @@ struct GeluErfMath
 
 // GELU, tanh form: x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3); Grad
 // is its exact derivative. Lanes: f32. Valid for every f32 input.
-// Max error: Value 1.27 / 1.64 / 1.49 ULP; Grad 1.37 / 1.54 / 1.58 ULP of
+// Max error: Value 1.27 / 1.59 / 1.49 ULP; Grad 1.37 / 1.56 / 1.58 ULP of
 // |s| + |x s'| (AVX3 / AVX2 / the others).
 struct GeluTanhMath
     : GeluFormFor<gelu_math::TanhTail, gelu_math::kTanhValue, gelu_math::kTanhGrad,

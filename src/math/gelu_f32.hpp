@@ -181,7 +181,7 @@ GELU_CORE16(quick, Quick)
   template <>                                                              \
   struct Core<Approx::FORM, false, 8> {                                    \
     static constexpr int kDeg = 7;                                         \
-    static constexpr bool kLo = true;                                      \
+    static constexpr bool kLo = false; /* c0 exact at the centre */        \
     static const float* v() { return &cf::k##NAME##ValueN8[0][0]; }        \
     static const float* g() { return &cf::k##NAME##GradN8[0][0]; }         \
     static const float* centre() { return cf::k##NAME##CentreN8; }         \
