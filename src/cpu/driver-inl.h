@@ -6,7 +6,8 @@
 // Row walks `count` consecutive positions a step (two vectors) at a time,
 // in blocks of kBlockSteps steps: every step runs the core; the lanes that
 // need the exact tail are packed and run densely at the end of the block
-// (Deferred, FinishDeferred), so the tail costs per tail lane. The last,
+// (Deferred, FinishDeferred), or on AVX2 a vector at a time between the
+// steps of the next block (TailVector), so the tail costs per tail lane. The last,
 // partial step goes through the same Step, in the same loop (TailCopies):
 // its inputs are copied into a zero-padded stack buffer and its outputs out
 // of one, so no lane is read or written out of bounds on any target
@@ -30,6 +31,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "cpu/cpu_features.hpp"
 #include "cpu/fp_status.hpp"
@@ -516,6 +518,7 @@ struct Deferred {
   // kScatterTails: each packed lane's position, from `base` (the block's
   // first deferred step: under kBlockSteps steps on); one entry elsewhere.
   size_t base = 0;
+  size_t done = 0;  // packed lanes finished by TailVector
   HWY_ALIGN uint32_t off[kScatterTails ? kBlockSteps * kMaxStep + kMaxF32Lanes : 1];
 };
 
@@ -667,6 +670,56 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def, bool f
   }
 }
 
+// Pipelined tails (AVX2, f32 outputs patched in place): Row runs the tail
+// path over the block before this one a vector at a time between the steps
+// of this one, so that its FMAs share the cycles of the core's lookups;
+// its lanes were packed a block earlier (no store to forward), and the
+// branch is taken for the first vectors of each block, then not.
+template <class S, unsigned F, class DF>
+constexpr bool PipelineTails() {
+  return kScatterTails && hn::MaxLanes(DF()) == 8 && kPatchOutputs<S, F>;
+}
+
+// The packed lanes' spare lanes up to a whole vector: a benign tail input.
+template <class DF>
+HWY_INLINE void PadPacked(DF df, Deferred& def) {
+  hn::StoreU(hn::Set(df, -4.0f), df, def.x + def.lanes);
+  hn::StoreU(hn::Zero(df), df, def.x2 + def.lanes);
+  hn::StoreU(hn::Zero(df), df, def.dy + def.lanes);
+}
+
+// The tail path over the next vector of def's packed lanes, each result
+// stored to its position (Deferred::off).
+template <class Math, class S, unsigned F, class DF>
+HWY_INLINE void TailVector(DF df, const Streams<S>& s, Deferred& def) {
+  constexpr bool kOut2 = (F & kGated) != 0 && (F & kBackward) != 0;
+  constexpr bool kVal = (F & kValue) != 0 && (F & kBackward) != 0;
+  const size_t N = hn::Lanes(df), j = def.done;
+  using Tail = typename Math::TailOnly;
+  hn::Vec<DF> out, out2, val;
+  Compute<Tail, F>(df, hn::Load(df, def.x + j), hn::Load(df, def.x2 + j),
+                   hn::Load(df, def.dy + j), out, out2, val);
+  hn::Store(out, df, def.x + j);
+  if constexpr (kOut2) hn::Store(out2, df, def.x2 + j);
+  if constexpr (kVal) hn::Store(val, df, def.dy + j);
+  const size_t end = def.lanes - j < N ? def.lanes : j + N;
+  for (size_t q = j; q < end; ++q) s.out[def.base + def.off[q]] = def.x[q];
+  if constexpr (kOut2)
+    for (size_t q = j; q < end; ++q) s.out2[def.base + def.off[q]] = def.x2[q];
+  if constexpr (kVal)
+    for (size_t q = j; q < end; ++q) s.val[def.base + def.off[q]] = def.dy[q];
+  def.done = j + N;
+}
+
+// Finishes every packed lane of def (TailVector) and empties it.
+template <class Math, class S, unsigned F, class DF>
+HWY_INLINE void FinishPipelined(DF df, const Streams<S>& s, Deferred& def) {
+  while (def.done < def.lanes) TailVector<Math, S, F>(df, s, def);
+  def.steps = 0;
+  def.lanes = 0;
+  def.done = 0;
+}
+
 // The tail path over the packed lanes (every lane is in the tail, so the
 // same per-lane op as Compute<Math> gives there), then each deferred step
 // gets its tail lanes' results put back and stores as Step would have.
@@ -675,10 +728,7 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
   constexpr bool kOut2 = (F & kGated) != 0 && (F & kBackward) != 0;
   constexpr bool kVal = (F & kValue) != 0 && (F & kBackward) != 0;
   const size_t N = hn::Lanes(df);
-  // The last partial vector's spare lanes: a benign tail input.
-  hn::StoreU(hn::Set(df, -4.0f), df, def.x + def.lanes);
-  hn::StoreU(hn::Zero(df), df, def.x2 + def.lanes);
-  hn::StoreU(hn::Zero(df), df, def.dy + def.lanes);
+  PadPacked(df, def);
   using Tail = typename Math::TailOnly;
   for (size_t j = 0; j < def.lanes; j += N) {
     hn::Vec<DF> out, out2, val;
@@ -687,24 +737,6 @@ HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
     hn::Store(out, df, def.x + j);
     if constexpr (kOut2) hn::Store(out2, df, def.x2 + j);
     if constexpr (kVal) hn::Store(val, df, def.dy + j);
-  }
-  if constexpr (kScatterTails && kPatchOutputs<S, F> && hn::MaxLanes(DF()) == 8) {
-    if (PatchOutputs<S, F>(s)) {
-      // Step packed the lanes with their positions (PackTailLanes8).
-      float* const out = s.out + def.base;
-      for (size_t j = 0; j < def.lanes; ++j) out[def.off[j]] = def.x[j];
-      if constexpr (kOut2) {
-        float* const out2 = s.out2 + def.base;
-        for (size_t j = 0; j < def.lanes; ++j) out2[def.off[j]] = def.x2[j];
-      }
-      if constexpr (kVal) {
-        float* const val = s.val + def.base;
-        for (size_t j = 0; j < def.lanes; ++j) val[def.off[j]] = def.dy[j];
-      }
-      def.steps = 0;
-      def.lanes = 0;
-      return;
-    }
   }
   size_t used = 0;
   for (size_t k = 0; k < def.steps; ++k) {
@@ -870,7 +902,8 @@ HWY_INLINE Streams<S> Advance(const Streams<S>& s, size_t k, bool stream) {
 }
 
 // Runs the op over positions [0, count) of the streams, in blocks of
-// kBlockSteps steps (the deferred tail lanes are finished per block); the
+// kBlockSteps steps (the deferred tail lanes are finished per block, or
+// pipelined into the next: PipelineTails); the
 // last, partial step runs on stack copies (TailCopies) through the same loop.
 //
 // The overflow-boundary rule (BoundaryToFinite) on 16-bit results: where S
@@ -897,7 +930,13 @@ HWY_INLINE void Row(size_t count, const Streams<S>& s) {
                        FpFlagsUsable(kFlags) && !detail::OutputsOverlapInputs(s, count);
   // The caller's flags: cleared for the row, set again after it.
   const unsigned callers = flagged ? TakeFpFlags(kFlags) : 0;
-  detail::Deferred def;
+  // Pipelined tails: `now` packs this block's tail lanes while `prev`'s
+  // are finished between its steps (PipelineTails); otherwise one.
+  constexpr bool kPipe = detail::PipelineTails<S, F, decltype(df)>();
+  detail::Deferred deferred[kPipe ? 2 : 1];
+  detail::Deferred& def = deferred[0];
+  detail::Deferred* now = &deferred[0];
+  detail::Deferred* prev = &deferred[kPipe ? 1 : 0];
   detail::TailCopies<S> tail;
   Streams<S> cur = s;
   size_t i = 0, end = full;
@@ -910,6 +949,22 @@ HWY_INLINE void Row(size_t count, const Streams<S>& s) {
                                                                : detail::kBlockSteps;
       const size_t block = i;
       const auto core_below = hn::Set(df, dense ? detail::kDeferBelow : M::kTailStart);
+      if constexpr (kPipe) {
+        if (detail::PatchOutputs<S, F>(cur)) {
+          for (size_t k = 0; k < steps; ++k, i += N) {
+            detail::Step<M, S, F>(df, cur, i, *now, flagged && !again, dense,
+                                  core_below);
+            if (prev->done < prev->lanes) detail::TailVector<M, S, F>(df, cur, *prev);
+          }
+          detail::FinishPipelined<M, S, F>(df, cur, *prev);
+          dense = detail::kDenseBlocks<S> && now->lanes * detail::kDenseSteps >= steps;
+          if (now->steps != 0) {
+            detail::PadPacked(df, *now);
+            std::swap(now, prev);
+          }
+          continue;
+        }
+      }
       for (size_t k = 0; k < steps; ++k, i += N)
         detail::Step<M, S, F>(df, cur, i, def, flagged && !again, dense, core_below);
       const bool next_dense = detail::kDenseBlocks<S> &&
@@ -929,6 +984,7 @@ HWY_INLINE void Row(size_t count, const Streams<S>& s) {
         }
       }
     }
+    if constexpr (kPipe) detail::FinishPipelined<M, S, F>(df, cur, *prev);
     if (staged || rem == 0) break;
     cur = tail.Stage(s, full, rem, nacc);
     i = 0;
