@@ -688,6 +688,22 @@ HWY_INLINE void PadPacked(DF df, Deferred& def) {
   hn::StoreU(hn::Zero(df), df, def.dy + def.lanes);
 }
 
+// The tail path over the vector of def's packed lanes at j (every lane is
+// in the tail, so the same per-lane op as Compute<Math> gives there), its
+// results over its inputs: out over x, out2 over x2, val over dy.
+template <class Math, unsigned F, class DF>
+HWY_INLINE void TailInPlace(DF df, Deferred& def, size_t j) {
+  hn::Vec<DF> out, out2, val;
+  Compute<typename Math::TailOnly, F>(df, hn::Load(df, def.x + j),
+                                      hn::Load(df, def.x2 + j),
+                                      hn::Load(df, def.dy + j), out, out2, val);
+  hn::Store(out, df, def.x + j);
+  if constexpr ((F & kGated) != 0 && (F & kBackward) != 0)
+    hn::Store(out2, df, def.x2 + j);
+  if constexpr ((F & kValue) != 0 && (F & kBackward) != 0)
+    hn::Store(val, df, def.dy + j);
+}
+
 // The tail path over the next vector of def's packed lanes, each result
 // stored to its position (Deferred::off).
 template <class Math, class S, unsigned F, class DF>
@@ -695,13 +711,7 @@ HWY_INLINE void TailVector(DF df, const Streams<S>& s, Deferred& def) {
   constexpr bool kOut2 = (F & kGated) != 0 && (F & kBackward) != 0;
   constexpr bool kVal = (F & kValue) != 0 && (F & kBackward) != 0;
   const size_t N = hn::Lanes(df), j = def.done;
-  using Tail = typename Math::TailOnly;
-  hn::Vec<DF> out, out2, val;
-  Compute<Tail, F>(df, hn::Load(df, def.x + j), hn::Load(df, def.x2 + j),
-                   hn::Load(df, def.dy + j), out, out2, val);
-  hn::Store(out, df, def.x + j);
-  if constexpr (kOut2) hn::Store(out2, df, def.x2 + j);
-  if constexpr (kVal) hn::Store(val, df, def.dy + j);
+  TailInPlace<Math, F>(df, def, j);
   const size_t end = def.lanes - j < N ? def.lanes : j + N;
   for (size_t q = j; q < end; ++q) s.out[def.base + def.off[q]] = def.x[q];
   if constexpr (kOut2)
@@ -720,24 +730,15 @@ HWY_INLINE void FinishPipelined(DF df, const Streams<S>& s, Deferred& def) {
   def.done = 0;
 }
 
-// The tail path over the packed lanes (every lane is in the tail, so the
-// same per-lane op as Compute<Math> gives there), then each deferred step
-// gets its tail lanes' results put back and stores as Step would have.
+// The tail path over the packed lanes (TailInPlace), then each deferred
+// step gets its tail lanes' results put back and stores as Step would have.
 template <class Math, class S, unsigned F, class DF>
 HWY_NOINLINE void FinishDeferred(DF df, const Streams<S>& s, Deferred& def) {
   constexpr bool kOut2 = (F & kGated) != 0 && (F & kBackward) != 0;
   constexpr bool kVal = (F & kValue) != 0 && (F & kBackward) != 0;
   const size_t N = hn::Lanes(df);
   PadPacked(df, def);
-  using Tail = typename Math::TailOnly;
-  for (size_t j = 0; j < def.lanes; j += N) {
-    hn::Vec<DF> out, out2, val;
-    Compute<Tail, F>(df, hn::Load(df, def.x + j), hn::Load(df, def.x2 + j),
-                     hn::Load(df, def.dy + j), out, out2, val);
-    hn::Store(out, df, def.x + j);
-    if constexpr (kOut2) hn::Store(out2, df, def.x2 + j);
-    if constexpr (kVal) hn::Store(val, df, def.dy + j);
-  }
+  for (size_t j = 0; j < def.lanes; j += N) TailInPlace<Math, F>(df, def, j);
   size_t used = 0;
   for (size_t k = 0; k < def.steps; ++k) {
     const size_t i = def.pos[k];
