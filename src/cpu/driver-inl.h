@@ -418,11 +418,13 @@ HWY_INLINE uint64_t MaskBits(DF df, hn::Mask<DF> m) {
 // Steps per block: a step whose pair holds a tail lane (|x| >= the core's
 // kTailStart, inf, NaN) stores its core results here instead of its outputs, and its
 // tail lanes' inputs are packed densely; at the end of the block one pass runs the tail
-// path over the packed lanes and the steps are completed. So the tail costs per tail
+// path over the packed lanes and the steps are completed (on AVX2's pipelined rows,
+// during the next block instead: PipelineTails). So the tail costs per tail
 // lane, not per pair that holds one. 32 steps: the block's fixed costs (the tail pass's
 // constants, its last partial vector, two loop exits) over more pairs, measured against
 // 8 and 16 steps with tools/fit/driver_ab (docs/notes/kernel-decisions.md,
-// "kBlockSteps"). The block lives on the stack: about 24 KiB with AVX-512.
+// "kBlockSteps"). The block lives on the stack: about 24 KiB with AVX-512, 15 KiB
+// with AVX2, whose pipelined rows keep two.
 inline constexpr size_t kBlockSteps = 32;
 // AVX-512 compresses and expands in one instruction each; AVX2 in a table
 // load and a permute each (CompressTo, ExpandFrom above). Elsewhere
