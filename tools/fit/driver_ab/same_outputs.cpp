@@ -14,12 +14,7 @@
 #include <random>
 #include <vector>
 
-extern "C" void run_a(int, size_t, const float*, const float*, float*);
-extern "C" void run_b(int, size_t, const float*, const float*, float*);
-using Run16 = void(int, size_t, const uint16_t*, const uint16_t*, const uint16_t*,
-                   uint16_t*, uint16_t*);
-extern "C" Run16 run16_a, run16_b;
-extern "C" const char* variant_target();
+#include "sides.h"
 
 namespace {
 
@@ -69,13 +64,15 @@ struct Buffer {
 };
 
 void Report(const char* what, int op, size_t n, int set, int& differ) {
-  if (++differ <= 10) std::printf("differ: %s op %d, n %zu, set %d\n", what, op, n, set);
+  if (++differ <= 10)
+    std::printf("differ: %s op %d, n %zu, set %d\n", what, op, n, set);
 }
 
 }  // namespace
 
 int main() {
-  const size_t sizes[] = {1, 7, 16, 17, 100, 511, 512, 513, 1000, 4096, 10007, 65549, 262144};
+  const size_t sizes[] = {1,   7,    16,   17,    100,   511,   512,
+                          513, 1000, 4096, 10007, 65549, 262144};
   int calls = 0, differ = 0;
   for (int set = 0; set < kSets; ++set) {
     for (size_t n : sizes) {
