@@ -502,6 +502,16 @@ inline constexpr bool kScatterTails = true;
 inline constexpr bool kScatterTails = false;
 #endif
 
+// Pipelined tails (AVX2, f32 outputs patched in place): Row runs the tail
+// path over the block before this one a vector at a time between the steps
+// of this one, so that its FMAs share the cycles of the core's lookups;
+// its lanes were packed a block earlier (no store to forward), and the
+// branch is taken for the first vectors of each block, then not.
+template <class S, unsigned F, class DF>
+constexpr bool PipelineTails() {
+  return kScatterTails && hn::MaxLanes(DF()) == 8 && kPatchOutputs<S, F>;
+}
+
 struct Deferred {
   size_t steps = 0;  // deferred steps
   size_t lanes = 0;  // packed tail lanes
@@ -629,7 +639,7 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def, bool f
       // (kScatterTails, patched outputs), or the steps' masks.
       bool scatter = false;
 #if HWY_TARGET == HWY_AVX2
-      if constexpr (kScatterTails && kPatchOutputs<S, F> && hn::MaxLanes(DF()) == 8) {
+      if constexpr (PipelineTails<S, F, DF>()) {
         if (patch) {
           if (k == 0) def.base = i;
           const uint32_t off = static_cast<uint32_t>(i - def.base);
@@ -670,16 +680,6 @@ HWY_INLINE void Step(DF df, const Streams<S>& s, size_t i, Deferred& def, bool f
       Accumulate(df, outb, s.acc + i + hn::Lanes(df), s.acc_first);
     }
   }
-}
-
-// Pipelined tails (AVX2, f32 outputs patched in place): Row runs the tail
-// path over the block before this one a vector at a time between the steps
-// of this one, so that its FMAs share the cycles of the core's lookups;
-// its lanes were packed a block earlier (no store to forward), and the
-// branch is taken for the first vectors of each block, then not.
-template <class S, unsigned F, class DF>
-constexpr bool PipelineTails() {
-  return kScatterTails && hn::MaxLanes(DF()) == 8 && kPatchOutputs<S, F>;
 }
 
 // The packed lanes' spare lanes up to a whole vector: a benign tail input.
