@@ -293,7 +293,11 @@ const Block kFixedBlocks[] = {
     // tiles and a partial one, a group of 4 and a short group, strided
     {5, 2 * 16384 + 33, 2 * 16384 + 42, 7},
     // past 64K columns with 3 rows (one short group)
-    {3, 65537 + 11, 65537 + 11, 0}};
+    {3, 65537 + 11, 65537 + 11, 0},
+    // bias_fwd's flat pass over contiguous rows (BiasForwardFlat), near its
+    // widest, whose chunks start mid-row; and rows of whole steps past it
+    {9, 1000, 1000, 0},
+    {6, 1024 + 32, 1024 + 32, 0}};
 
 // Whole rows of the widths around every narrow-row path's limits, each with
 // a few odd rows and, below kDbiasNarrowCols, enough rows for more than one
