@@ -552,6 +552,14 @@ struct GeluMathImpl {
   // Lanes that need the tail path: |x| >= kTailStart, inf, NaN.
   template <class D>
   static HWY_INLINE hn::Mask<D> IsTail(D d, hn::Vec<D> x) {
+#if HWY_TARGET == HWY_AVX2
+    if constexpr (hn::MaxLanes(D()) == 8) {
+      // "Not less than, or unordered" in one compare, where g++ makes Not(Lt)
+      // a compare and an xor: a deferred pair tests both of its vectors.
+      return hn::Mask<D>{_mm256_cmp_ps(gelu_math::CoreT<Shape>(d, x).raw,
+                                       _mm256_set1_ps(kTailStart), _CMP_NLT_UQ)};
+    }
+#endif
     return hn::Not(hn::Lt(gelu_math::CoreT<Shape>(d, x), hn::Set(d, kTailStart)));
   }
   // Whether every lane of a and b has |x| < below (false for NaN), for
